@@ -1,0 +1,167 @@
+"""Settings from defaults < ragraf.toml / [tool.ragraf] < RAGRAF_* environment, and the index home."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragraf.errors import ConfigError
+
+CHUNKER_VERSION = "3"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable; field names are the config keys (RAGRAF_<UPPER> in the env)."""
+
+    root: Path
+    home: Path = field(default=Path())
+    store: str = "sqlite"
+    pg_dsn: str = ""
+    embedder: str = "local"
+    embed_model: str = ""
+    embed_url: str = ""
+    embed_api_key: str = ""
+    embed_batch_size: int = 32
+    embed_timeout_s: float = 120.0
+    cache_dir: str = ""
+    cache: bool = True
+    max_file_bytes: int = 1024 * 1024
+    max_line_chars: int = 4000
+    chunk_max_chars: int = 1500
+    chunk_min_chars: int = 250
+    keep_revisions: int = 20
+    reindex_on_drift: str = "warn"
+    auto_reindex_max_files: int = 200
+    budget_bytes: int = 16 * 1024
+    lock_timeout_s: float = 600.0
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / db_name(self.root)
+
+    def chunk_params(self) -> str:
+        return f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}"
+
+
+_INT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", int)}
+_FLOAT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("float", float)}
+_BOOL_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("bool", bool)}
+_KEYS = {f.name for f in dataclasses.fields(Settings)} - {"root", "home"}
+
+
+def _coerce(key: str, value: object, source: str) -> object:
+    try:
+        if key in _BOOL_FIELDS:
+            if isinstance(value, str):
+                return value.strip().lower() not in ("0", "false", "no", "off", "")
+            return bool(value)
+        if key in _INT_FIELDS:
+            return int(value)  # type: ignore[arg-type]
+        if key in _FLOAT_FIELDS:
+            return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{source}: {key} = {value!r} is not a valid {'number' if key not in _BOOL_FIELDS else 'boolean'}",
+            suggest=f"fix {key} in {source}",
+        ) from None
+    return str(value)
+
+
+def _file_settings(root: Path) -> dict[str, object]:
+    values: dict[str, object] = {}
+    pyproject = root / "pyproject.toml"
+    candidates = [(pyproject, ("tool", "ragraf")), (root / "ragraf.toml", ())]
+    for path, table_path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except tomllib.TOMLDecodeError as exc:
+            if path == pyproject:
+                continue  # a broken pyproject is the project's business, not ours
+            raise ConfigError(f"{path} is not valid TOML: {exc}", suggest=f"fix {path}") from None
+        for part in table_path:
+            data = data.get(part, {}) if isinstance(data, dict) else {}
+        for key, value in (data or {}).items():
+            key = key.replace("-", "_")
+            if key in _KEYS:
+                values[key] = _coerce(key, value, str(path))
+    return values
+
+
+def _env_settings(env: dict[str, str]) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for key in _KEYS:
+        name = f"RAGRAF_{key.upper()}"
+        if name in env:
+            values[key] = _coerce(key, env[name], name)
+    if "embed_api_key" not in values and env.get("OPENAI_API_KEY"):
+        values["embed_api_key"] = env["OPENAI_API_KEY"]
+    return values
+
+
+def git_dir(root: Path) -> tuple[Path, Path] | None:
+    """(common git dir, worktree top level) when root is inside a git work tree."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--git-common-dir", "--show-toplevel"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.splitlines()
+    if out.returncode != 0 or len(lines) < 2:
+        return None
+    common = Path(lines[0])
+    if not common.is_absolute():
+        common = (root / common).resolve()
+    return common, Path(lines[1]).resolve()
+
+
+def default_home(root: Path, env: dict[str, str]) -> Path:
+    """<git common dir>/ragraf in a git repository, else <root>/.ragraf; RAGRAF_HOME wins."""
+    if env.get("RAGRAF_HOME"):
+        return Path(env["RAGRAF_HOME"]).expanduser().resolve()
+    found = git_dir(root)
+    if found is not None:
+        return found[0] / "ragraf"
+    return root / ".ragraf"
+
+
+def db_name(root: Path) -> str:
+    """One index file per indexed root, so two roots sharing a home never collide."""
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+    return f"index-{digest}.db"
+
+
+def load_settings(root: str | Path = ".", env: dict[str, str] | None = None, **overrides: object) -> Settings:
+    """Settings for a root: defaults, then ragraf.toml / [tool.ragraf], then RAGRAF_*, then overrides."""
+    env = dict(os.environ) if env is None else env
+    root_path = Path(root).expanduser().resolve()
+    if not root_path.is_dir():
+        raise ConfigError(
+            f"root {root_path} is not a directory", suggest="pass --root with an existing folder"
+        )
+    values: dict[str, object] = {}
+    values.update(_file_settings(root_path))
+    values.update(_env_settings(env))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    settings = Settings(root=root_path, home=default_home(root_path, env), **values)  # type: ignore[arg-type]
+    if settings.reindex_on_drift not in ("warn", "auto", "fail"):
+        raise ConfigError(
+            f"reindex_on_drift = {settings.reindex_on_drift!r} is not one of warn, auto, fail",
+            suggest="set RAGRAF_REINDEX_ON_DRIFT to warn, auto or fail",
+        )
+    if settings.store not in ("sqlite", "postgres"):
+        raise ConfigError(f"store = {settings.store!r} is not sqlite or postgres", suggest="set RAGRAF_STORE")
+    return settings

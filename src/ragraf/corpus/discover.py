@@ -1,0 +1,147 @@
+"""File discovery: git ls-files in a git work tree, else a walk honouring .gitignore; then the rules."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pathspec import GitIgnoreSpec
+
+from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason, is_secret
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """A discovered regular file and the stat fields that tell whether it may have changed."""
+
+    path: str  # relative to the root, posix separators
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+
+@dataclass(frozen=True)
+class Discovery:
+    files: list[FileStat]
+    skipped: list[tuple[str, str]]  # (path, reason)
+
+
+def _read_spec(path: Path) -> GitIgnoreSpec | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def _git_paths(root: Path) -> list[str] | None:
+    """Tracked plus untracked-not-ignored paths under root, or None when root is not in a work tree."""
+    try:
+        out = subprocess.run(
+            [
+                "git",
+                "-c",
+                "core.quotepath=off",
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            cwd=root,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    paths = out.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    return sorted({p for p in paths if p})
+
+
+def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
+    """A walk that never follows symlinks and applies nested .gitignore files."""
+    result: list[str] = []
+    specs: dict[str, GitIgnoreSpec] = {}
+
+    def ignored(rel: str, is_dir: bool) -> bool:
+        verdict = None
+        parts = rel.split("/")
+        for depth in range(len(parts)):
+            base = "/".join(parts[:depth])
+            spec = specs.get(base)
+            if spec is None:
+                continue
+            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            check = spec.check_file(sub)
+            if check.include is not None:
+                verdict = check.include
+        return bool(verdict)
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, root)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        spec = _read_spec(Path(dirpath) / ".gitignore")
+        if spec is not None:
+            specs[rel_dir] = spec
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        keep = []
+        for d in sorted(dirnames):
+            if os.path.islink(os.path.join(dirpath, d)):
+                continue
+            if d in EXCLUDED_DIRS and not (
+                ragrafignore is not None and ragrafignore.check_file(f"{prefix}{d}/").include is False
+            ):
+                continue
+            if ignored(prefix + d, True):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for f in filenames:
+            rel = prefix + f
+            if not ignored(rel, False):
+                result.append(rel)
+    return sorted(result)
+
+
+def discover(root: Path, max_file_bytes: int) -> Discovery:
+    """List the files to index under root with their stat, and what was skipped and why."""
+    ragrafignore = _read_spec(root / ".ragrafignore")
+    paths = _git_paths(root)
+    if paths is None:
+        paths = _walk_paths(root, ragrafignore)
+    files: list[FileStat] = []
+    skipped: list[tuple[str, str]] = []
+    for rel in paths:
+        reason = excluded_reason(rel)
+        if ragrafignore is not None:
+            verdict = ragrafignore.check_file(rel).include
+            if verdict is True:
+                reason = reason or ".ragrafignore"
+            elif verdict is False and reason and reason not in ("secret", "binary"):
+                reason = None  # an explicit `!pattern` re-includes a default exclude (never secrets)
+        if reason is None and is_secret(rel):
+            reason = "secret"
+        if reason:
+            skipped.append((rel, reason))
+            continue
+        try:
+            st = os.lstat(root / rel)
+        except OSError:
+            continue  # vanished since listing: it is simply not part of this corpus
+        if stat.S_ISLNK(st.st_mode):
+            skipped.append((rel, "symlink (not followed)"))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if st.st_size > max_file_bytes:
+            skipped.append((rel, f"larger than {max_file_bytes} bytes"))
+            continue
+        files.append(FileStat(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return Discovery(files, skipped)

@@ -1,0 +1,59 @@
+"""Text extraction and hashing: binaries and bundles refused, invalid UTF-8 replaced, front matter blanked."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n.*?\n\1[ \t]*(\n|\Z)", re.S)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    text: str
+    sha256: str
+
+
+class Unindexable(Exception):
+    """A file that exists but must not be indexed; the message is the reason."""
+
+
+def strip_front_matter(text: str) -> str:
+    """Blank Markdown front matter so metadata churn does not change the hash, keeping line numbers."""
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return text
+    blanked = "\n" * match.group(0).count("\n")
+    return blanked + text[match.end() :]
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 with replacement (never a crash), BOM dropped, newlines normalised to \\n."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = data.decode("utf-8", errors="replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def extract(path: Path, rel: str, max_line_chars: int) -> Extracted:
+    """Read and normalise one file; raises Unindexable with the reason, OSError if it vanished."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if b"\0" in data[:8192]:
+        raise Unindexable("binary (NUL byte)")
+    text = decode(data)
+    if max_line_chars and len(text) > max_line_chars:
+        longest = max((len(line) for line in text.split("\n")), default=0)
+        if longest > max_line_chars:
+            raise Unindexable(f"minified or generated (a line of {longest} characters)")
+    if rel.lower().endswith((".md", ".markdown", ".mdx")):
+        text = strip_front_matter(text)
+    return Extracted(text, sha256_text(text))

@@ -1,0 +1,204 @@
+"""Default excludes (DESIGN §9): dependency and build output, lock files, bundles, binaries, secrets."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import PurePosixPath
+
+EXCLUDED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        ".ragraf",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "dist",
+        "build",
+        "target",
+        "__pycache__",
+        ".next",
+        ".nuxt",
+        "coverage",
+        "storybook-static",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".cache",
+        ".gradle",
+        ".idea",
+        ".eggs",
+        "bower_components",
+        ".terraform",
+        "htmlcov",
+    }
+)
+
+LOCK_FILES = frozenset(
+    {
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lockb",
+        "poetry.lock",
+        "Pipfile.lock",
+        "uv.lock",
+        "pdm.lock",
+        "Cargo.lock",
+        "Gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "mix.lock",
+        "pubspec.lock",
+        "Podfile.lock",
+        "flake.lock",
+        "packages.lock.json",
+        "gradle.lockfile",
+        "conda-lock.yml",
+    }
+)
+
+SECRET_PATTERNS = (
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "credentials",
+    "credentials.json",
+    "credentials.yml",
+    "credentials.yaml",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "*.ppk",
+    "secrets.json",
+    "secrets.yml",
+    "secrets.yaml",
+    "service-account*.json",
+    "*.tfvars",
+    "*.tfstate",
+    "htpasswd",
+    ".htpasswd",
+    ".dockercfg",
+)
+SECRET_DIR_FILES = {".aws": "credentials", ".docker": "config.json", ".ssh": "*", ".gnupg": "*"}
+
+BINARY_EXTENSIONS = frozenset(
+    {
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".webp",
+        ".tif",
+        ".tiff",
+        ".psd",
+        ".pdf",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".zst",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".jar",
+        ".war",
+        ".whl",
+        ".egg",
+        ".so",
+        ".dylib",
+        ".dll",
+        ".exe",
+        ".o",
+        ".a",
+        ".obj",
+        ".lib",
+        ".class",
+        ".pyc",
+        ".pyo",
+        ".wasm",
+        ".bin",
+        ".dat",
+        ".db",
+        ".sqlite",
+        ".sqlite3",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".ogg",
+        ".flac",
+        ".mov",
+        ".avi",
+        ".mkv",
+        ".webm",
+        ".npy",
+        ".npz",
+        ".pkl",
+        ".pickle",
+        ".parquet",
+        ".onnx",
+        ".pt",
+        ".safetensors",
+        ".h5",
+        ".ipynb_checkpoints",
+        ".DS_Store",
+        ".svgz",
+        ".icns",
+    }
+)
+
+
+def is_secret(path: str) -> bool:
+    """Secrets never enter the index, whatever the ignore files say."""
+    p = PurePosixPath(path)
+    name = p.name
+    if any(fnmatch.fnmatchcase(name, pat) for pat in SECRET_PATTERNS):
+        return True
+    parents = p.parts[:-1]
+    return any(d in SECRET_DIR_FILES and fnmatch.fnmatchcase(name, SECRET_DIR_FILES[d]) for d in parents)
+
+
+def excluded_reason(path: str) -> str | None:
+    """Why a relative posix path is excluded by the default rules, or None."""
+    p = PurePosixPath(path)
+    for part in p.parts[:-1]:
+        if part in EXCLUDED_DIRS or part.endswith(".egg-info"):
+            return f"excluded folder {part}/"
+    name = p.name
+    if is_secret(path):
+        return "secret"
+    if name in LOCK_FILES or name.endswith(".lock"):
+        return "lock file"
+    lowered = name.lower()
+    if ".min." in lowered or ".bundle." in lowered or lowered.endswith((".map", "-min.js")):
+        return "minified or bundled"
+    if p.suffix.lower() in BINARY_EXTENSIONS or name in BINARY_EXTENSIONS:
+        return "binary"
+    return None

@@ -1,0 +1,71 @@
+"""The guard: before any answer, compare the disk with the revision being answered from (DESIGN §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragraf.config import Settings
+from ragraf.corpus import Unindexable, discover, extract
+from ragraf.index.indexer import SKIPPED, stat_matches
+from ragraf.store import ManifestEntry, StatEntry
+
+
+@dataclass(frozen=True)
+class DriftSet:
+    """Files whose disk content differs from the revision: created, modified, deleted."""
+
+    created: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    new_sha: tuple[tuple[str, str], ...] = ()  # (path, sha256 on disk) for created and modified
+
+    @property
+    def paths(self) -> set[str]:
+        return set(self.created) | set(self.modified) | set(self.deleted)
+
+    def change_of(self, path: str) -> str | None:
+        if path in self.modified:
+            return "modify"
+        if path in self.deleted:
+            return "delete"
+        if path in self.created:
+            return "create"
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.created or self.modified or self.deleted)
+
+
+def compute_drift(
+    settings: Settings, manifest: dict[str, ManifestEntry], cache: dict[str, StatEntry]
+) -> DriftSet:
+    """Stat every file; re-hash only those whose size, mtime, ctime or inode moved; compare with the manifest."""
+    found = discover(settings.root, settings.max_file_bytes)
+    created: list[str] = []
+    modified: list[str] = []
+    new_sha: list[tuple[str, str]] = []
+    on_disk: set[str] = set()
+    for st in found.files:
+        cached = cache.get(st.path)
+        entry = manifest.get(st.path)
+        if stat_matches(cached, st):
+            assert cached is not None
+            sha = cached.sha256
+        else:
+            try:
+                sha = extract(settings.root / st.path, st.path, settings.max_line_chars).sha256
+            except Unindexable:
+                sha = SKIPPED
+            except OSError:
+                continue  # vanished while we looked: counted as deleted below if it was indexed
+        if sha == SKIPPED:
+            continue
+        on_disk.add(st.path)
+        if entry is None:
+            created.append(st.path)
+            new_sha.append((st.path, sha))
+        elif entry.sha256 != sha:
+            modified.append(st.path)
+            new_sha.append((st.path, sha))
+    deleted = [p for p in manifest if p not in on_disk]
+    return DriftSet(tuple(created), tuple(modified), tuple(sorted(deleted)), tuple(new_sha))

@@ -1,0 +1,307 @@
+"""Incremental indexing: hash, compare with the current manifest, chunk what changed, commit a revision."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ragraf.chunking import chunk_text
+from ragraf.config import Settings
+from ragraf.corpus import FileStat, Unindexable, discover, extract
+from ragraf.index.progress import Progress
+from ragraf.languages import language_of
+from ragraf.store import ChunkRecord, ManifestEntry, NewRevision, StatEntry, Store
+from ragraf.tokens import index_text
+
+# A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
+# clock tick (git's "racy" problem): such files are re-hashed next time.
+_RACY_NS = 2_000_000_000
+_BATCH_FILES = 200
+SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexable
+
+
+@dataclass(frozen=True)
+class HashedFile:
+    stat: FileStat
+    sha256: str
+    text: str | None  # None when the hash came from the stat cache
+
+
+@dataclass
+class IndexReport:
+    """What `ragraf index` did (its --json shape)."""
+
+    index_rev: str | None
+    corpus_hash: str | None
+    files: dict[str, int]
+    chunks: dict[str, int]
+    duration_s: float
+    full_rebuild: bool = False
+    reason: str | None = None
+    skipped: int = 0
+    new_revision: bool = False
+    embeddings: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "op": "index",
+            "index_rev": self.index_rev,
+            "corpus_hash": self.corpus_hash,
+            "files": self.files,
+            "chunks": self.chunks,
+            "duration_s": round(self.duration_s, 3),
+            "new_revision": self.new_revision,
+            "full_rebuild": self.full_rebuild,
+            "reason": self.reason,
+            "skipped": self.skipped,
+        }
+        if self.embeddings:
+            out["embeddings"] = self.embeddings
+        return out
+
+
+def corpus_hash(entries: dict[str, str]) -> str:
+    """sha1 of the sorted `path NUL sha256 LF` lines (DESIGN §5)."""
+    h = hashlib.sha1()
+    for path in sorted(entries):
+        h.update(f"{path}\0{entries[path]}\n".encode("utf-8", errors="surrogateescape"))
+    return h.hexdigest()
+
+
+def index_version(settings: Settings, model_id: str = "none", dim: int = 0) -> str:
+    """Embedding model + dim + chunker version + chunk parameters: a change forces a full rebuild."""
+    return f"{model_id}|dim={dim}|{settings.chunk_params()}"
+
+
+def git_stamp(root: Path) -> tuple[str | None, str | None]:
+    """(HEAD commit, branch) of the work tree at root, or Nones outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", "HEAD", "--abbrev-ref", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) < 2:
+        return None, None
+    return lines[0], (None if lines[1] == "HEAD" else lines[1])
+
+
+def stat_matches(cached: StatEntry | None, st: FileStat) -> bool:
+    """True when the cached hash can be trusted for this stat (nothing moved, not racy)."""
+    return (
+        cached is not None
+        and cached.size == st.size
+        and cached.mtime_ns == st.mtime_ns
+        and cached.ctime_ns == st.ctime_ns
+        and cached.inode == st.inode
+        and cached.checked_ns - st.mtime_ns > _RACY_NS
+    )
+
+
+def hash_files(
+    root: Path,
+    files: list[FileStat],
+    cache: dict[str, StatEntry],
+    settings: Settings,
+    trust_cache: bool,
+    progress: Progress,
+) -> tuple[list[HashedFile], list[tuple[FileStat, str]]]:
+    """sha256 of every file, reading only those whose stat moved; also the unindexable ones and why."""
+    hashed: list[HashedFile] = []
+    skipped: list[tuple[FileStat, str]] = []
+    progress.start("hashing files", len(files))
+    for st in files:
+        cached = cache.get(st.path)
+        if trust_cache and stat_matches(cached, st):
+            assert cached is not None
+            if cached.sha256 == SKIPPED:
+                skipped.append((st, "unindexable (unchanged since last checked)"))
+            else:
+                hashed.append(HashedFile(st, cached.sha256, None))
+        else:
+            try:
+                ex = extract(root / st.path, st.path, settings.max_line_chars)
+            except Unindexable as why:
+                skipped.append((st, str(why)))
+            except OSError:
+                pass  # vanished or unreadable between listing and reading: not part of this revision
+            else:
+                hashed.append(HashedFile(st, ex.sha256, ex.text))
+        progress.advance()
+    progress.done()
+    return hashed, skipped
+
+
+def chunk_records(text: str, language: str, settings: Settings) -> list[ChunkRecord]:
+    """The chunks of one file's text, with their lexical index text."""
+    chunks = chunk_text(text, language, settings.chunk_max_chars, settings.chunk_min_chars)
+    return [
+        ChunkRecord(
+            i, c.start_line, c.end_line, c.symbol, c.text, index_text(c.text + "\n" + (c.symbol or ""))
+        )
+        for i, c in enumerate(chunks)
+    ]
+
+
+def _read_text(root: Path, hf: HashedFile, settings: Settings) -> str | None:
+    if hf.text is not None:
+        return hf.text
+    try:
+        ex = extract(root / hf.stat.path, hf.stat.path, settings.max_line_chars)
+    except (Unindexable, OSError):
+        return None
+    return ex.text if ex.sha256 == hf.sha256 else None
+
+
+def run_index(
+    store: Store,
+    settings: Settings,
+    model_id: str = "none",
+    dim: int = 0,
+    full: bool = False,
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Bring the index up to date with the disk: one new revision, or none when nothing changed."""
+    t0 = time.monotonic()
+    progress = progress or Progress()
+    root = settings.root
+    version = index_version(settings, model_id, dim)
+    current = store.current_revision()
+    reason = None
+    if current is not None and current.index_version != version:
+        full = True
+        reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
+        progress.note(reason)
+    old_manifest = store.manifest(current.rev_no) if current else {}
+    found = discover(root, settings.max_file_bytes)
+    cache = store.stat_cache()
+    hashed, unindexable = hash_files(root, found.files, cache, settings, not full, progress)
+    chunker = settings.chunk_params()
+
+    manifest: list[ManifestEntry] = []
+    need: dict[tuple[str, str, str], HashedFile] = {}
+    counts: Counter[str] = Counter()
+    for hf in hashed:
+        path = hf.stat.path
+        language = language_of(path)
+        old = old_manifest.get(path)
+        if old is None:
+            counts["added"] += 1
+        elif old.sha256 != hf.sha256:
+            counts["modified"] += 1
+        else:
+            counts["unchanged"] += 1
+            if not full:
+                manifest.append(ManifestEntry(path, hf.sha256, old.content_id, hf.stat.size))
+                continue
+        need.setdefault((hf.sha256, language, chunker), hf)
+    seen_paths = {hf.stat.path for hf in hashed}
+    counts["deleted"] = sum(1 for p in old_manifest if p not in seen_paths)
+
+    # Content already stored (another path, an older revision, a killed run) is reused as is.
+    ids = store.content_ids(list(need))
+    missing = [key for key in need if key not in ids]
+    new_chunks = 0
+    progress.start("chunking files", len(missing))
+    for i in range(0, len(missing), _BATCH_FILES):
+        batch = []
+        for key in missing[i : i + _BATCH_FILES]:
+            text = _read_text(root, need[key], settings)
+            if text is None:
+                continue  # changed again since hashing: the next run picks it up
+            records = chunk_records(text, key[1], settings)
+            new_chunks += len(records)
+            batch.append((key, records))
+            progress.advance()
+        ids.update(store.add_contents(batch))
+    progress.done()
+
+    for hf in hashed:
+        key = (hf.sha256, language_of(hf.stat.path), chunker)
+        if key in need and key in ids:
+            manifest.append(ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size))
+    manifest.sort(key=lambda e: e.path)
+    chash = corpus_hash({e.path: e.sha256 for e in manifest})
+
+    rev = current
+    changed = current is None or chash != current.corpus_hash or current.index_version != version
+    if changed:
+        head, branch = git_stamp(root)
+        rev = store.commit_revision(NewRevision(chash, version, head, branch, manifest))
+        store.gc(settings.keep_revisions)
+    now = time.time_ns()
+    fresh_stats = {
+        hf.stat.path: StatEntry(
+            hf.stat.size, hf.stat.mtime_ns, hf.stat.ctime_ns, hf.stat.inode, hf.sha256, now
+        )
+        for hf in hashed
+        if hf.text is not None or full
+    }
+    for st, _why in unindexable:
+        fresh_stats[st.path] = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, SKIPPED, now)
+    listed = {st.path for st in found.files}
+    removed = [p for p in cache if p not in listed]
+    store.update_stat_cache(fresh_stats, removed)
+    assert rev is not None
+    return IndexReport(
+        index_rev=rev.rev,
+        corpus_hash=rev.corpus_hash,
+        files={k: counts[k] for k in ("added", "modified", "deleted", "unchanged")},
+        chunks={"total": rev.chunks, "new": new_chunks},
+        duration_s=time.monotonic() - t0,
+        full_rebuild=full and current is not None,
+        reason=reason,
+        skipped=len(found.skipped) + len(unindexable),
+        new_revision=changed,
+    )
+
+
+def dry_run(store: Store | None, settings: Settings, progress: Progress | None = None) -> dict[str, object]:
+    """What `ragraf index` would index, by folder, with sizes and chunk counts; writes nothing."""
+    progress = progress or Progress()
+    found = discover(settings.root, settings.max_file_bytes)
+    cache = store.stat_cache() if store else {}
+    hashed, unindexable = hash_files(settings.root, found.files, cache, settings, True, progress)
+    current = store.current_revision() if store else None
+    old = store.manifest(current.rev_no) if store and current else {}
+    folders: dict[str, dict[str, int]] = {}
+    total_chunks = changed = 0
+    for hf in hashed:
+        path = hf.stat.path
+        folder = str(PurePosixPath(path).parent)
+        row = folders.setdefault(folder, {"files": 0, "bytes": 0, "chunks": 0})
+        row["files"] += 1
+        row["bytes"] += hf.stat.size
+        prior = old.get(path)
+        if prior is not None and prior.sha256 == hf.sha256 and store is not None:
+            n = len(store.chunks_of(current.rev_no, path)) if current else 0  # type: ignore[attr-defined]
+        else:
+            changed += 1
+            text = _read_text(settings.root, hf, settings)
+            n = len(chunk_records(text, language_of(path), settings)) if text else 0
+        row["chunks"] += n
+        total_chunks += n
+    reasons = [reason for _, reason in found.skipped] + [reason for _, reason in unindexable]
+    skipped = Counter(reason.split(" (")[0] for reason in reasons)
+    return {
+        "op": "index",
+        "dry_run": True,
+        "root": str(settings.root),
+        "files": len(hashed),
+        "bytes": sum(hf.stat.size for hf in hashed),
+        "chunks": total_chunks,
+        "files_to_process": changed,
+        "folders": dict(sorted(folders.items())),
+        "skipped": dict(skipped),
+        "home": str(settings.home),
+    }

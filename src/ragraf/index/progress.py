@@ -1,0 +1,111 @@
+"""Progress reporting for long work: a rich bar on a terminal, plain lines otherwise, or nothing."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Silent progress; the base for the reporters below."""
+
+    def start(self, phase: str, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def done(self) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+class LineProgress(Progress):
+    """Plain lines on a non-terminal stream, at most one every two seconds per phase."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self.phase, self.total, self.count, self.t0, self.last = "", 0, 0, 0.0, 0.0
+
+    def start(self, phase: str, total: int) -> None:
+        self.phase, self.total, self.count = phase, total, 0
+        self.t0 = self.last = time.monotonic()
+        print(f"{phase}: {total}", file=self.stream, flush=True)
+
+    def advance(self, n: int = 1) -> None:
+        self.count += n
+        now = time.monotonic()
+        if now - self.last >= 2.0:
+            self.last = now
+            rate = self.count / max(now - self.t0, 1e-9)
+            eta = (self.total - self.count) / rate if rate else 0
+            print(
+                f"{self.phase}: {self.count}/{self.total} ({rate:.0f}/s, eta {eta:.0f}s)",
+                file=self.stream,
+                flush=True,
+            )
+
+    def done(self) -> None:
+        if self.phase:
+            took = time.monotonic() - self.t0
+            print(
+                f"{self.phase}: {self.count}/{self.total} done in {took:.1f}s", file=self.stream, flush=True
+            )
+            self.phase = ""
+
+    def note(self, message: str) -> None:
+        print(message, file=self.stream, flush=True)
+
+
+class RichProgress(Progress):
+    """A rich progress bar with count, rate and ETA, drawn on stderr."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            ProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as Bar
+        from rich.text import Text
+
+        class RateColumn(ProgressColumn):
+            def render(self, task) -> Text:  # type: ignore[no-untyped-def]
+                return Text(f"{task.speed or 0:,.0f}/s")
+
+        self.console = Console(stderr=True)
+        self.bar = Bar(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self.task: int | None = None
+
+    def start(self, phase: str, total: int) -> None:
+        if self.task is None:
+            self.bar.start()
+        else:
+            self.bar.remove_task(self.task)  # type: ignore[arg-type]
+        self.task = self.bar.add_task(phase, total=total)  # type: ignore[assignment]
+
+    def advance(self, n: int = 1) -> None:
+        if self.task is not None:
+            self.bar.advance(self.task, n)  # type: ignore[arg-type]
+
+    def done(self) -> None:
+        if self.task is not None:
+            self.bar.stop()
+            self.task = None
+
+    def note(self, message: str) -> None:
+        self.console.print(message)
+
+
+def make_progress(quiet: bool) -> Progress:
+    """The reporter that fits stderr: none when quiet, a bar on a terminal, lines otherwise."""
+    if quiet:
+        return Progress()
+    return RichProgress() if sys.stderr.isatty() else LineProgress()

@@ -1,0 +1,153 @@
+"""Which language a path is written in, and what kind of file it is (code, test, doc, config)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+# Extension -> tree-sitter-language-pack name. Markdown is handled by the heading chunker.
+EXTENSIONS: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".scala": "scala",
+    ".sc": "scala",
+    ".swift": "swift",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".zsh": "bash",
+    ".lua": "lua",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".hs": "haskell",
+    ".zig": "zig",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".adoc": "text",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".xml": "xml",
+    ".html": "html",
+    ".css": "css",
+    ".scss": "css",
+    ".sql": "sql",
+    ".proto": "proto",
+    ".graphql": "graphql",
+    ".vue": "vue",
+    ".svelte": "svelte",
+}
+FILENAMES: dict[str, str] = {
+    "Dockerfile": "dockerfile",
+    "Makefile": "make",
+    "CMakeLists.txt": "cmake",
+    "Gemfile": "ruby",
+    "Rakefile": "ruby",
+}
+
+# Languages whose syntax tree ragraf chunks and extracts facts from.
+TREE_SITTER_LANGUAGES = frozenset(
+    {
+        "python",
+        "javascript",
+        "typescript",
+        "tsx",
+        "go",
+        "rust",
+        "java",
+        "c",
+        "cpp",
+        "csharp",
+        "ruby",
+        "php",
+        "kotlin",
+        "scala",
+        "swift",
+        "bash",
+        "lua",
+        "elixir",
+        "haskell",
+        "zig",
+    }
+)
+DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+CONFIG_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml"})
+
+_TEST_DIRS = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "spec",
+        "specs",
+        "__tests__",
+        "__mocks__",
+        "fixtures",
+        "__fixtures__",
+        "testdata",
+        "test_data",
+        "mocks",
+        "e2e",
+    }
+)
+_TEST_FILE = re.compile(
+    r"(^test_.+|.+_test\.[^.]+$|.+_tests\.[^.]+$|.+\.(test|spec)\.[^.]+$|^conftest\.py$"
+    r"|.+Tests?\.(java|kt|cs|swift|scala)$)"
+)
+
+
+def language_of(path: str) -> str:
+    """The language of a path, by file name then extension ('text' when unknown)."""
+    p = PurePosixPath(path)
+    if p.name in FILENAMES:
+        return FILENAMES[p.name]
+    return EXTENSIONS.get(p.suffix.lower(), "text")
+
+
+def is_test_path(path: str) -> bool:
+    """True when a path segment marks it as a test, fixture or mock (segment-exact)."""
+    parts = PurePosixPath(path).parts
+    if any(part.lower() in _TEST_DIRS for part in parts[:-1]):
+        return True
+    return bool(parts) and bool(_TEST_FILE.match(parts[-1]))
+
+
+def kind_of(path: str, language: str | None = None) -> str:
+    """code | test | doc | config."""
+    language = language or language_of(path)
+    if is_test_path(path):
+        return "test"
+    if language in DOC_LANGUAGES:
+        return "doc"
+    if language in CONFIG_LANGUAGES:
+        return "config"
+    return "code"

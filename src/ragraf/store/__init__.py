@@ -1,0 +1,24 @@
+"""Stores: the Store protocol and its SQLite implementation (PostgreSQL serves shared indexes)."""
+
+from __future__ import annotations
+
+from ragraf.store.base import ChunkHit, ChunkRecord, ManifestEntry, NewRevision, Revision, StatEntry, Store
+
+
+def open_store(settings, create: bool = False) -> Store:  # type: ignore[no-untyped-def]
+    """The store the settings name; create=True makes a new index file where none exists."""
+    from ragraf.store.sqlite import SqliteStore
+
+    return SqliteStore(settings.db_path, create=create)
+
+
+__all__ = [
+    "ChunkHit",
+    "ChunkRecord",
+    "ManifestEntry",
+    "NewRevision",
+    "Revision",
+    "StatEntry",
+    "Store",
+    "open_store",
+]

@@ -1,0 +1,268 @@
+"""The SQLite store: one WAL file; readers never wait and see the last committed revision."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ragraf.errors import IndexCorruptError, IndexMissingError
+from ragraf.store.base import ChunkHit, ChunkRecord, ManifestEntry, NewRevision, Revision, StatEntry
+from ragraf.store.sqlite_migrations import APPLICATION_ID, MIGRATIONS
+
+_REVISION_COLUMNS = "rev_no, rev, corpus_hash, created_at, index_version, git_head, git_branch, files, chunks"
+ContentKey = tuple[str, str, str]  # (sha256, language, chunker)
+
+
+def _corrupt(path: Path, detail: str) -> IndexCorruptError:
+    return IndexCorruptError(
+        f"the index file {path} is unusable ({detail})",
+        suggest="run `ragraf index --full` to rebuild it",
+    )
+
+
+class SqliteStore:
+    """Store protocol over one SQLite file."""
+
+    def __init__(self, path: Path, create: bool = False) -> None:
+        self.path = path
+        if not path.exists() and not create:
+            raise IndexMissingError(
+                f"no index yet for this folder (looked for {path})", suggest="run `ragraf index` first"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA busy_timeout = 60000")
+            self._check_and_migrate(create)
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(path, str(exc)) from None
+
+    def _check_and_migrate(self, create: bool) -> None:
+        app_id = self.db.execute("PRAGMA application_id").fetchone()[0]
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id != APPLICATION_ID and (tables or version):
+            raise _corrupt(self.path, "not a ragraf index")
+        if version > len(MIGRATIONS):
+            raise IndexCorruptError(
+                f"the index {self.path} was written by a newer ragraf (schema {version})",
+                suggest="upgrade ragraf, or run `ragraf index --full` to rebuild with this version",
+            )
+        if version < len(MIGRATIONS):
+            if not create and version == 0:
+                raise _corrupt(self.path, "empty file")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            with self.transaction():
+                for number in range(version, len(MIGRATIONS)):
+                    for statement in _statements(MIGRATIONS[number]):
+                        self.db.execute(statement)
+                self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                self.db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        self.db.execute("PRAGMA synchronous = NORMAL")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE .. COMMIT; rolled back on any exception."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # revisions -----------------------------------------------------------------------------
+
+    def current_revision(self) -> Revision | None:
+        row = self.db.execute(
+            f"SELECT {_REVISION_COLUMNS} FROM revisions ORDER BY rev_no DESC LIMIT 1"
+        ).fetchone()
+        return Revision(*row) if row else None
+
+    def revisions(self) -> list[Revision]:
+        rows = self.db.execute(f"SELECT {_REVISION_COLUMNS} FROM revisions ORDER BY rev_no").fetchall()
+        return [Revision(*row) for row in rows]
+
+    def revision(self, name: str) -> Revision | None:
+        row = self.db.execute(f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE rev = ?", (name,)).fetchone()
+        return Revision(*row) if row else None
+
+    def manifest(self, rev_no: int) -> dict[str, ManifestEntry]:
+        rows = self.db.execute(
+            "SELECT path, sha256, content_id, size FROM manifest WHERE rev_no = ?", (rev_no,)
+        ).fetchall()
+        return {row[0]: ManifestEntry(*row) for row in rows}
+
+    def commit_revision(self, new: NewRevision) -> Revision:
+        """Insert the revision and its manifest in one transaction: visible whole or not at all."""
+        created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with self.transaction() as db:
+            nxt = db.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'revisions'"
+            ).fetchone()[0]
+            nxt = max(nxt, db.execute("SELECT coalesce(max(rev_no), 0) + 1 FROM revisions").fetchone()[0])
+            ids = sorted({e.content_id for e in new.manifest})
+            n_chunks = 0
+            for i in range(0, len(ids), 500):
+                part = ids[i : i + 500]
+                n_chunks += db.execute(
+                    f"SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE id IN ({','.join('?' * len(part))})",
+                    part,
+                ).fetchone()[0]
+            db.execute(
+                f"INSERT INTO revisions ({_REVISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    nxt,
+                    f"rev-{nxt:04d}",
+                    new.corpus_hash,
+                    created,
+                    new.index_version,
+                    new.git_head,
+                    new.git_branch,
+                    len(new.manifest),
+                    n_chunks,
+                ),
+            )
+            db.executemany(
+                "INSERT INTO manifest (rev_no, path, sha256, content_id, size) VALUES (?, ?, ?, ?, ?)",
+                [(nxt, e.path, e.sha256, e.content_id, e.size) for e in new.manifest],
+            )
+        rev = self.revision(f"rev-{nxt:04d}")
+        assert rev is not None
+        return rev
+
+    # contents and chunks -------------------------------------------------------------------
+
+    def content_ids(self, keys: list[ContentKey]) -> dict[ContentKey, int]:
+        found: dict[ContentKey, int] = {}
+        for sha, language, chunker in keys:
+            row = self.db.execute(
+                "SELECT id FROM contents WHERE sha256 = ? AND language = ? AND chunker = ?",
+                (sha, language, chunker),
+            ).fetchone()
+            if row:
+                found[(sha, language, chunker)] = row[0]
+        return found
+
+    def add_contents(self, items: list[tuple[ContentKey, list[ChunkRecord]]]) -> dict[ContentKey, int]:
+        """Store chunks for new contents in one transaction (orphans until a revision names them)."""
+        ids: dict[ContentKey, int] = {}
+        with self.transaction() as db:
+            for key, chunks in items:
+                row = db.execute(
+                    "SELECT id FROM contents WHERE sha256 = ? AND language = ? AND chunker = ?", key
+                ).fetchone()
+                if row:
+                    ids[key] = row[0]
+                    continue
+                cur = db.execute(
+                    "INSERT INTO contents (sha256, language, chunker, n_chunks) VALUES (?, ?, ?, ?)",
+                    (*key, len(chunks)),
+                )
+                content_id = int(cur.lastrowid or 0)
+                ids[key] = content_id
+                for c in chunks:
+                    cur = db.execute(
+                        "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?)",
+                        (content_id, c.ord, c.start_line, c.end_line, c.symbol, c.text),
+                    )
+                    db.execute(
+                        "INSERT INTO chunks_fts (rowid, body, symbol) VALUES (?, ?, ?)",
+                        (cur.lastrowid, c.index_text, c.symbol or ""),
+                    )
+        return ids
+
+    def count_chunks(self, rev_no: int) -> int:
+        row = self.db.execute("SELECT chunks FROM revisions WHERE rev_no = ?", (rev_no,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def chunks_of(self, rev_no: int, path: str) -> list[ChunkHit]:
+        rows = self.db.execute(
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND m.path = ? ORDER BY c.ord",
+            (rev_no, path),
+        ).fetchall()
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]) for r in rows]
+
+    def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
+        """BM25 over chunk text and symbols, restricted to the chunks of one revision."""
+        # Old revisions' chunks share the FTS table, so over-fetch before the manifest filter.
+        rows = self.db.execute(
+            "WITH hits AS (SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts "
+            "  WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) "
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, -hits.score, m.sha256 "
+            "FROM hits JOIN chunks c ON c.id = hits.id "
+            "JOIN manifest m ON m.content_id = c.content_id AND m.rev_no = ? "
+            "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
+            (match, limit * 3 + 20, rev_no, limit),
+        ).fetchall()
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
+
+    # stat cache ----------------------------------------------------------------------------
+
+    def stat_cache(self) -> dict[str, StatEntry]:
+        rows = self.db.execute(
+            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache"
+        ).fetchall()
+        return {row[0]: StatEntry(*row[1:]) for row in rows}
+
+    def update_stat_cache(self, entries: dict[str, StatEntry], removed: list[str]) -> None:
+        if not entries and not removed:
+            return
+        with self.transaction() as db:
+            db.executemany("DELETE FROM stat_cache WHERE path = ?", [(p,) for p in removed])
+            db.executemany(
+                "INSERT OR REPLACE INTO stat_cache (path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (p, e.size, e.mtime_ns, e.ctime_ns, e.inode, e.sha256, e.checked_ns)
+                    for p, e in entries.items()
+                ],
+            )
+
+    # retention -----------------------------------------------------------------------------
+
+    def gc(self, keep: int) -> dict[str, int]:
+        """Drop revisions beyond the last `keep` and every content no kept revision names."""
+        keep = max(1, keep)
+        with self.transaction() as db:
+            old = [
+                r[0]
+                for r in db.execute(
+                    "SELECT rev_no FROM revisions ORDER BY rev_no DESC LIMIT -1 OFFSET ?", (keep,)
+                ).fetchall()
+            ]
+            for rev_no in old:
+                db.execute("DELETE FROM manifest WHERE rev_no = ?", (rev_no,))
+                db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
+            orphans = [
+                r[0]
+                for r in db.execute(
+                    "SELECT id FROM contents WHERE NOT EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = contents.id)"
+                ).fetchall()
+            ]
+            removed_chunks = 0
+            for content_id in orphans:
+                chunk_ids = [
+                    r[0] for r in db.execute("SELECT id FROM chunks WHERE content_id = ?", (content_id,))
+                ]
+                db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in chunk_ids])
+                db.execute("DELETE FROM chunks WHERE content_id = ?", (content_id,))
+                db.execute("DELETE FROM contents WHERE id = ?", (content_id,))
+                removed_chunks += len(chunk_ids)
+        return {
+            "revisions_removed": len(old),
+            "contents_removed": len(orphans),
+            "chunks_removed": removed_chunks,
+        }
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (executescript would commit our transaction)."""
+    return [s.strip() for s in script.split(";") if s.strip()]

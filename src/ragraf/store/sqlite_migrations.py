@@ -1,0 +1,62 @@
+"""Numbered schema migrations of the SQLite store; PRAGMA user_version records the last applied."""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x52414746  # "RAGF": tells a ragraf index from any other SQLite file
+
+MIGRATIONS: list[str] = [
+    # 1: revisions, manifests, content-addressed chunks, lexical index, stat cache.
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE revisions (
+        rev_no INTEGER PRIMARY KEY AUTOINCREMENT,
+        rev TEXT NOT NULL UNIQUE,
+        corpus_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        index_version TEXT NOT NULL,
+        git_head TEXT,
+        git_branch TEXT,
+        files INTEGER NOT NULL,
+        chunks INTEGER NOT NULL
+    );
+    CREATE TABLE contents (
+        id INTEGER PRIMARY KEY,
+        sha256 TEXT NOT NULL,
+        language TEXT NOT NULL,
+        chunker TEXT NOT NULL,
+        n_chunks INTEGER NOT NULL,
+        UNIQUE (sha256, language, chunker)
+    );
+    CREATE TABLE manifest (
+        rev_no INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        content_id INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        PRIMARY KEY (rev_no, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX manifest_by_content ON manifest (content_id, rev_no);
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        content_id INTEGER NOT NULL,
+        ord INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        symbol TEXT,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX chunks_by_content ON chunks (content_id, ord);
+    CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+        body, symbol, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE stat_cache (
+        path TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        checked_ns INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
+]

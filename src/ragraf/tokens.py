@@ -1,0 +1,70 @@
+"""Identifier-aware tokens for the lexical index and for queries (camelCase and snake_case split)."""
+
+from __future__ import annotations
+
+import re
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[^\W\d_]+", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers him his how i if in into is it its itself just me more most my
+    no nor not now of off on once only or other our ours out over own same she should so some such
+    than that the their theirs them then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your yours
+    implemented implement implementation code file files function functions find where's does
+    handled handle handles work works done""".split()
+)
+
+
+def split_identifier(word: str) -> list[str]:
+    """getUserName -> [get, user, name]; HTTPServer_v2 -> [http, server, v, 2]."""
+    parts: list[str] = []
+    for piece in word.split("_"):
+        parts.extend(p.lower() for p in _CAMEL.findall(piece))
+    return parts
+
+
+def index_text(text: str) -> str:
+    """Text for the FTS body: the original words, plus the joined and split forms of compound identifiers."""
+    extra: list[str] = []
+    for word in _IDENT.findall(text):
+        parts = split_identifier(word)
+        if len(parts) > 1:
+            extra.append(word.replace("_", "").lower())
+            extra.extend(parts)
+    if not extra:
+        return text
+    return text + "\n" + " ".join(extra)
+
+
+def query_terms(query: str, limit: int = 40) -> list[str]:
+    """Distinct lower-case search terms of a query, stop words dropped, compound identifiers first."""
+    compound: list[str] = []
+    plain: list[str] = []
+    seen: set[str] = set()
+
+    def add(bucket: list[str], term: str) -> None:
+        if term and term not in seen and term not in STOPWORDS:
+            seen.add(term)
+            bucket.append(term)
+
+    for word in _IDENT.findall(query):
+        parts = split_identifier(word) or [word.lower()]
+        if len(parts) > 1:
+            add(compound, word.replace("_", "").lower())
+            for part in parts:
+                add(plain, part)
+        else:
+            add(plain, parts[0])
+    # Long queries (pasted bug reports) keep identifiers and the longer, rarer-looking words.
+    if len(compound) + len(plain) > limit:
+        plain.sort(key=len, reverse=True)
+    return (compound + plain)[:limit]
+
+
+def fts_match(terms: list[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the terms, each quoted so no term is read as syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

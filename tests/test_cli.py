@@ -1,0 +1,135 @@
+"""The CLI contract: commands, --json shapes, batch mode, dry run, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support import cli_json, run_cli, write
+
+from ragraf import Index
+
+ENVELOPE_KEYS = {
+    "op",
+    "index_rev",
+    "corpus_hash",
+    "state",
+    "drift",
+    "stale_warnings",
+    "capability",
+    "results",
+    "truncated",
+}
+RESULT_KEYS = {"path", "start_line", "end_line", "score", "kind", "language", "symbol", "stale", "snippet"}
+
+
+def test_index_json_shape(sample: Path) -> None:
+    data = cli_json("index", "--root", str(sample))
+    assert {"index_rev", "corpus_hash", "files", "chunks", "duration_s"} <= set(data)
+    assert set(data["files"]) == {"added", "modified", "deleted", "unchanged"}
+    assert set(data["chunks"]) == {"total", "new"}
+
+
+def test_search_envelope_follows_the_design_exactly(sample: Path) -> None:
+    cli_json("index", "--root", str(sample))
+    env = cli_json("search", "TCPConnector", "--root", str(sample))
+    assert set(env) >= ENVELOPE_KEYS
+    assert env["state"] == "fresh" and env["drift"] == {"files": 0, "symbols": 0, "entries": 0}
+    assert set(env["capability"]) >= {
+        "lexical",
+        "semantic",
+        "semantic_coverage",
+        "facts",
+        "degraded",
+        "reasons",
+    }
+    assert set(env["truncated"]) == {"results", "bytes"}
+    top = env["results"][0]
+    assert set(top) == RESULT_KEYS
+    assert top["path"] == "src/app/server.py" and top["kind"] == "code" and top["language"] == "python"
+    lines = (sample / top["path"]).read_text().split("\n")
+    assert top["snippet"] == "\n".join(lines[top["start_line"] - 1 : top["end_line"]])
+
+
+def test_tests_are_tagged_and_ranked_below_the_implementation(sample: Path) -> None:
+    cli_json("index", "--root", str(sample))
+    env = cli_json("search", "TCPConnector limit", "--root", str(sample))
+    kinds = {r["path"]: r["kind"] for r in env["results"]}
+    assert env["results"][0]["path"] == "src/app/server.py"
+    assert kinds.get("tests/test_server.py") == "test"
+
+
+def test_batch_mode_prints_one_envelope_per_line_in_order(sample: Path) -> None:
+    cli_json("index", "--root", str(sample))
+    queries = sample.parent / "queries.txt"
+    queries.write_text('retry with backoff\n{"query": "TCPConnector"}\n\nHttpClient request\n')
+    out = run_cli("search", "--queries", str(queries), "-k", "2", "--json", "--root", str(sample))
+    assert out.returncode == 0, out.stderr
+    envs = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [e["results"][0]["path"] for e in envs] == [
+        "src/app/retry.py",
+        "src/app/server.py",
+        "web/client.ts",
+    ]
+    assert all(len(e["results"]) <= 2 for e in envs)
+
+
+def test_dry_run_reports_by_folder_and_changes_nothing(sample: Path) -> None:
+    data = cli_json("index", "--dry-run", "--root", str(sample))
+    assert data["files"] == 5 and data["chunks"] > 0
+    assert data["folders"]["src/app"]["files"] == 2
+    assert not (sample / ".ragraf").exists()
+    text = run_cli("index", "--dry-run", "--root", str(sample))
+    assert "src/app" in text.stdout and text.returncode == 0
+
+
+def test_status_revisions_gc_and_exit_codes(sample: Path) -> None:
+    missing = run_cli("status", "--root", str(sample))
+    assert missing.returncode == 1 and "ragraf index" in missing.stderr
+    missing_json = run_cli("status", "--json", "--root", str(sample))
+    assert json.loads(missing_json.stdout)["error"]["code"] == "index_missing"
+    cli_json("index", "--root", str(sample))
+    status = cli_json("status", "--root", str(sample))
+    assert status["index_rev"] == "rev-0001" and status["results"][0]["revision"]["files"] == 5
+    revs = cli_json("revisions", "--root", str(sample))
+    assert [r["rev"] for r in revs["results"]] == ["rev-0001"]
+    assert cli_json("gc", "--root", str(sample))["op"] == "gc"
+    assert run_cli("search", "--root", str(sample)).returncode == 2
+    assert run_cli("nonsense").returncode == 2
+
+
+def test_drifted_files_are_marked_stale_in_search(sample: Path) -> None:
+    cli_json("index", "--root", str(sample))
+    write(sample, {"src/app/server.py": (sample / "src/app/server.py").read_text() + "\n# edited\n"})
+    env = cli_json("search", "TCPConnector", "--root", str(sample))
+    assert env["state"] == "drifted"
+    assert env["stale_warnings"][0]["path"] == "src/app/server.py"
+    assert env["stale_warnings"][0]["reason"] == "modified after rev-0001"
+    assert all(r["stale"] == (r["path"] == "src/app/server.py") for r in env["results"])
+
+
+def test_text_output_cites_path_and_lines(sample: Path) -> None:
+    cli_json("index", "--root", str(sample))
+    out = run_cli("search", "retry backoff", "--root", str(sample))
+    assert out.returncode == 0
+    assert "src/app/retry.py:1-11  retry_with_backoff  [code]" in out.stdout
+
+
+def test_bad_queries_get_clear_answers(sample: Path) -> None:
+    cli_json("index", "--root", str(sample))
+    for q in [
+        "",
+        "the of and",
+        "!!! ???",
+        "🙂 ünïcode 日本語",
+        "Wie funktioniert die Verbindung?",
+        "x" * 100_000,
+    ]:
+        env = cli_json("search", q, "--root", str(sample))
+        assert env["op"] == "search" and env["state"] == "fresh"
+    huge = Index.open(sample).search("TCPConnector connect " * 50_000)  # a 1 MB query
+    assert huge.results[0].path == "src/app/server.py"
+    clamped = cli_json("search", "retry", "-k", "10000", "--root", str(sample))
+    assert any("clamped" in n for n in clamped["notes"])
+    zero = cli_json("search", "retry", "-k", "0", "--root", str(sample))
+    assert zero["results"] == []

@@ -1,0 +1,237 @@
+"""Incremental indexing, revisions, retention, locking and crash safety on real folders and SQLite."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support import cli_json, run_cli, write
+
+from ragraf import Index
+from ragraf.errors import IndexCorruptError, IndexMissingError, LockHeldError
+from ragraf.index.lock import WriterLock
+
+
+def test_first_index_then_no_change_then_one_change(sample: Path) -> None:
+    idx = Index.open(sample)
+    first = idx.index()
+    assert first.index_rev == "rev-0001" and first.files["added"] == 5 and first.chunks["new"] > 0
+    again = idx.index()
+    assert again.index_rev == "rev-0001" and not again.new_revision
+    assert again.files == {"added": 0, "modified": 0, "deleted": 0, "unchanged": 5}
+    assert again.chunks["new"] == 0
+    (sample / "src/app/retry.py").write_text("def retry():\n    pass\n")
+    third = idx.index()
+    assert third.index_rev == "rev-0002"
+    assert third.files == {"added": 0, "modified": 1, "deleted": 0, "unchanged": 4}
+    assert third.chunks["new"] == 1
+
+
+def test_corpus_hash_is_sha1_of_sorted_path_nul_sha_lines(sample: Path) -> None:
+    report = Index.open(sample).index()
+    lines = []
+    for rel in sorted(
+        ["src/app/server.py", "src/app/retry.py", "tests/test_server.py", "docs/guide.md", "web/client.ts"]
+    ):
+        from ragraf.corpus import extract
+
+        lines.append(f"{rel}\0{extract(sample / rel, rel, 4000).sha256}\n")
+    assert report.corpus_hash == hashlib.sha1("".join(lines).encode()).hexdigest()
+
+
+def test_touching_a_file_without_changing_it_rechunks_nothing(sample: Path) -> None:
+    idx = Index.open(sample)
+    idx.index()
+    future = time.time() + 5
+    os.utime(sample / "src/app/server.py", (future, future))
+    report = idx.index()
+    assert not report.new_revision and report.chunks["new"] == 0
+    assert report.files["unchanged"] == 5
+
+
+def test_deleted_file_leaves_the_next_revision(sample: Path) -> None:
+    idx = Index.open(sample)
+    idx.index()
+    os.remove(sample / "web/client.ts")
+    report = idx.index()
+    assert report.files["deleted"] == 1 and report.index_rev == "rev-0002"
+    assert not [r for r in idx.search("HttpClient request").results if r.path == "web/client.ts"]
+
+
+def test_identical_content_at_two_paths_is_stored_once(sample: Path) -> None:
+    write(sample, {"copy/server.py": (sample / "src/app/server.py").read_text()})
+    idx = Index.open(sample)
+    idx.index()
+    db = sqlite3.connect(idx.settings.db_path)
+    assert db.execute("SELECT count(*) FROM contents").fetchone()[0] == 5
+    paths = {r.path for r in idx.search("TCPConnector", k=10).results}
+    assert {"src/app/server.py", "copy/server.py"} <= paths
+
+
+def test_index_version_mismatch_forces_a_full_rebuild_and_says_so(sample: Path) -> None:
+    Index.open(sample).index()
+    report = Index.open(sample, chunk_max_chars=900).index()
+    assert report.full_rebuild and "index version mismatch: full reindex" in (report.reason or "")
+    assert report.index_rev == "rev-0002"
+
+
+def test_retention_keeps_the_last_n_revisions_and_their_data(sample: Path) -> None:
+    idx = Index.open(sample, keep_revisions=3)
+    for i in range(6):
+        (sample / "src/app/retry.py").write_text(f"def retry_{i}():\n    return {i}\n")
+        idx.index()
+    revs = [r["rev"] for r in idx.revisions().results]
+    assert revs == ["rev-0004", "rev-0005", "rev-0006"]
+    db = sqlite3.connect(idx.settings.db_path)
+    # retry.py contents of revisions 1-3 are gone; the four unchanged files are shared.
+    assert db.execute("SELECT count(*) FROM contents").fetchone()[0] == 4 + 3
+    out = idx.gc()
+    assert out["revisions_removed"] == 0
+
+
+def test_reading_an_unindexed_folder_says_to_index(tmp_path: Path) -> None:
+    with pytest.raises(IndexMissingError) as err:
+        Index.open(tmp_path).search("x")
+    assert "ragraf index" in err.value.suggest
+    assert not (tmp_path / ".ragraf").exists()
+
+
+def test_empty_folder_indexes_to_an_empty_revision(tmp_path: Path) -> None:
+    report = Index.open(tmp_path).index()
+    assert report.index_rev == "rev-0001" and report.chunks["total"] == 0
+    assert Index.open(tmp_path).search("anything").results == []
+
+
+@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, "foreign"])
+def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garbage: object) -> None:
+    idx = Index.open(sample)
+    idx.index()
+    idx.close()
+    db_path = idx.settings.db_path
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    if garbage == "foreign":
+        db_path.unlink()
+        other = sqlite3.connect(db_path)
+        other.execute("CREATE TABLE users (id INTEGER)")
+        other.commit()
+        other.close()
+    else:
+        db_path.write_bytes(garbage)  # type: ignore[arg-type]
+    with pytest.raises(IndexCorruptError) as err:
+        Index.open(sample).search("TCPConnector")
+    assert "ragraf index --full" in err.value.suggest
+    out = run_cli("search", "TCPConnector", "--root", str(sample))
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "--full" in out.stderr
+    assert run_cli("index", "--root", str(sample)).returncode == 1
+    rebuilt = cli_json("index", "--full", "--root", str(sample))
+    assert rebuilt["index_rev"] == "rev-0001"
+    assert Index.open(sample).search("TCPConnector").results[0].path == "src/app/server.py"
+
+
+def test_second_writer_waits_or_names_the_holder(sample: Path) -> None:
+    idx = Index.open(sample)
+    idx.index()
+    lock = WriterLock(idx.settings.home)
+    lock.acquire()
+    try:
+        out = run_cli("index", "--no-wait", "--root", str(sample))
+        assert (
+            out.returncode == 1
+            and "holds the index lock" in out.stderr
+            and f"pid {os.getpid()}" in out.stderr
+        )
+        with pytest.raises(LockHeldError):
+            idx.index(wait=False)
+        waiter = subprocess.Popen(
+            [sys.executable, "-m", "ragraf.cli", "index", "--root", str(sample), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)
+        assert waiter.poll() is None, "the second indexer must wait for the lock"
+    finally:
+        lock.release()
+    stdout, _ = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0 and '"index_rev": "rev-0001"' in stdout
+
+
+def test_two_indexers_at_once_produce_one_consistent_history(sample: Path) -> None:
+    for i in range(30):
+        write(sample, {f"gen/m{i}.py": f"def f{i}():\n    return {i}\n"})
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ragraf.cli", "index", "--root", str(sample), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    revs = [r["rev"] for r in Index.open(sample).revisions().results]
+    assert revs == ["rev-0001"]
+
+
+def test_readers_see_the_last_committed_revision_while_a_writer_works(sample: Path) -> None:
+    idx = Index.open(sample)
+    idx.index()
+    for i in range(200):
+        write(sample, {f"gen/m{i}.py": f"def generated_{i}():\n    return {i}\n" * 20})
+    errors: list[Exception] = []
+    revs: set[str] = set()
+
+    def reader() -> None:
+        r = Index.open(sample)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                revs.add(r.search("TCPConnector").index_rev or "")
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    Index.open(sample).index()
+    t.join()
+    assert not errors and revs <= {"rev-0001", "rev-0002"}
+
+
+def test_killed_indexer_leaves_the_previous_revision_and_the_next_run_completes(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    for i in range(1500):
+        write(
+            root,
+            {
+                f"pkg{i % 30}/mod_{i}.py": f"def function_{i}(x):\n    '''Doc {i}.'''\n    return x + {i}\n"
+                * 15
+            },
+        )
+    first = cli_json("index", "--root", str(root))
+    assert first["index_rev"] == "rev-0001"
+    for i in range(1500):
+        (root / f"pkg{i % 30}/mod_{i}.py").write_text(f"def changed_{i}(y):\n    return y * {i}\n" * 15)
+    before = Index.open(root).search("function_7 doc", k=5).to_dict()
+    for delay in (0.3, 0.8, 1.5):
+        proc = subprocess.Popen([sys.executable, "-m", "ragraf.cli", "index", "--root", str(root), "-q"])
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        after = Index.open(root)
+        rev = after.revisions().results[-1]["rev"]
+        if rev == "rev-0001":
+            assert after.search("function_7 doc", k=5).to_dict()["results"] == before["results"]
+    final = cli_json("index", "--root", str(root))
+    assert final["files"]["unchanged"] + final["files"]["modified"] == 1500
+    hits = Index.open(root).search("changed_42", k=3).results
+    assert hits and hits[0].path == "pkg12/mod_42.py"
