@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[^\W\d_]+", re.UNICODE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 STOPWORDS = frozenset(
@@ -19,25 +21,28 @@ STOPWORDS = frozenset(
 )
 
 
-def split_identifier(word: str) -> list[str]:
-    """getUserName -> [get, user, name]; HTTPServer_v2 -> [http, server, v, 2]."""
-    parts: list[str] = []
-    for piece in word.split("_"):
-        parts.extend(p.lower() for p in _CAMEL.findall(piece))
-    return parts
+@functools.lru_cache(maxsize=200_000)
+def split_identifier(word: str) -> tuple[str, ...]:
+    """getUserName -> (get, user, name); HTTPServer_v2 -> (http, server, v, 2)."""
+    return tuple(p.lower() for piece in word.split("_") for p in _CAMEL.findall(piece))
+
+
+@functools.lru_cache(maxsize=200_000)
+def _expansion(word: str) -> str:
+    parts = split_identifier(word)
+    if len(parts) < 2:
+        return ""
+    return word.replace("_", "").lower() + " " + " ".join(parts)
 
 
 def index_text(text: str) -> str:
     """Text for the FTS body: the original words, plus the joined and split forms of compound identifiers."""
-    extra: list[str] = []
-    for word in _IDENT.findall(text):
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            extra.append(word.replace("_", "").lower())
-            extra.extend(parts)
+    # Only identifiers with an inner capital or underscore can split; each is expanded once per chunk.
+    words = {w for w in set(_WORD.findall(text)) if not w.islower() or "_" in w.strip("_")}
+    extra = [e for e in map(_expansion, words) if e]
     if not extra:
         return text
-    return text + "\n" + " ".join(extra)
+    return text + "\n" + " ".join(sorted(extra))
 
 
 def query_terms(query: str, limit: int = 40) -> list[str]:

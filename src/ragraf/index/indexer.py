@@ -9,13 +9,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ragraf.chunking import chunk_text
 from ragraf.config import Settings
 from ragraf.corpus import FileStat, Unindexable, discover, extract
 from ragraf.index.progress import Progress
+from ragraf.index.workers import ContentKey, prepare, prepare_all
 from ragraf.languages import language_of
 from ragraf.store import ChunkRecord, ManifestEntry, NewRevision, StatEntry, Store
-from ragraf.tokens import index_text
 
 # A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
 # clock tick (git's "racy" problem): such files are re-hashed next time.
@@ -28,7 +27,7 @@ SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexabl
 class HashedFile:
     stat: FileStat
     sha256: str
-    text: str | None  # None when the hash came from the stat cache
+    read: bool  # False when the hash came from the stat cache
 
 
 @dataclass
@@ -127,7 +126,7 @@ def hash_files(
             if cached.sha256 == SKIPPED:
                 skipped.append((st, "unindexable (unchanged since last checked)"))
             else:
-                hashed.append(HashedFile(st, cached.sha256, None))
+                hashed.append(HashedFile(st, cached.sha256, False))
         else:
             try:
                 ex = extract(root / st.path, st.path, settings.max_line_chars)
@@ -136,31 +135,10 @@ def hash_files(
             except OSError:
                 pass  # vanished or unreadable between listing and reading: not part of this revision
             else:
-                hashed.append(HashedFile(st, ex.sha256, ex.text))
+                hashed.append(HashedFile(st, ex.sha256, True))
         progress.advance()
     progress.done()
     return hashed, skipped
-
-
-def chunk_records(text: str, language: str, settings: Settings) -> list[ChunkRecord]:
-    """The chunks of one file's text, with their lexical index text."""
-    chunks = chunk_text(text, language, settings.chunk_max_chars, settings.chunk_min_chars)
-    return [
-        ChunkRecord(
-            i, c.start_line, c.end_line, c.symbol, c.text, index_text(c.text + "\n" + (c.symbol or ""))
-        )
-        for i, c in enumerate(chunks)
-    ]
-
-
-def _read_text(root: Path, hf: HashedFile, settings: Settings) -> str | None:
-    if hf.text is not None:
-        return hf.text
-    try:
-        ex = extract(root / hf.stat.path, hf.stat.path, settings.max_line_chars)
-    except (Unindexable, OSError):
-        return None
-    return ex.text if ex.sha256 == hf.sha256 else None
 
 
 def run_index(
@@ -213,17 +191,17 @@ def run_index(
     missing = [key for key in need if key not in ids]
     new_chunks = 0
     progress.start("chunking files", len(missing))
-    for i in range(0, len(missing), _BATCH_FILES):
-        batch = []
-        for key in missing[i : i + _BATCH_FILES]:
-            text = _read_text(root, need[key], settings)
-            if text is None:
-                continue  # changed again since hashing: the next run picks it up
-            records = chunk_records(text, key[1], settings)
-            new_chunks += len(records)
-            batch.append((key, records))
-            progress.advance()
-        ids.update(store.add_contents(batch))
+    batch: list[tuple[ContentKey, list[ChunkRecord]]] = []
+    for key, records in prepare_all([(key, need[key].stat.path) for key in missing], settings):
+        progress.advance()
+        if records is None:
+            continue
+        new_chunks += len(records)
+        batch.append((key, records))
+        if len(batch) >= _BATCH_FILES:
+            ids.update(store.add_contents(batch))
+            batch = []
+    ids.update(store.add_contents(batch))
     progress.done()
 
     for hf in hashed:
@@ -245,7 +223,7 @@ def run_index(
             hf.stat.size, hf.stat.mtime_ns, hf.stat.ctime_ns, hf.stat.inode, hf.sha256, now
         )
         for hf in hashed
-        if hf.text is not None or full
+        if hf.read or full
     }
     for st, _why in unindexable:
         fresh_stats[st.path] = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, SKIPPED, now)
@@ -287,8 +265,8 @@ def dry_run(store: Store | None, settings: Settings, progress: Progress | None =
             n = len(store.chunks_of(current.rev_no, path)) if current else 0  # type: ignore[attr-defined]
         else:
             changed += 1
-            text = _read_text(settings.root, hf, settings)
-            n = len(chunk_records(text, language_of(path), settings)) if text else 0
+            _, records = prepare(((hf.sha256, language_of(path), settings.chunk_params()), path, settings))
+            n = len(records or [])
         row["chunks"] += n
         total_chunks += n
     reasons = [reason for _, reason in found.skipped] + [reason for _, reason in unindexable]
