@@ -1,0 +1,1 @@
+"""Benchmark harnesses for ragraf: corpora, retrieval quality, speed."""
