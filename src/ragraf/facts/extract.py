@@ -1,0 +1,380 @@
+"""Extract definitions, references and imports from one file with a single tree-sitter query pass.
+
+The query engine walks the tree in C and hands back only the nodes the rules capture, which
+is several times cheaper than visiting every node from Python. Containers come from one
+sweep over the captured definition ranges, so nothing here recurses.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import replace
+
+from tree_sitter import Node, Parser, Query, QueryCursor, Tree
+from tree_sitter_language_pack import get_language, get_parser
+
+from .markdown import markdown_facts
+from .model import (
+    DEFINITION_KINDS,
+    Definition,
+    FileFacts,
+    Import,
+    Reference,
+    qualified_name,
+    unsupported,
+)
+from .rules import rules_for
+from .rules.base import SCOPE, LanguageRules, Named
+
+__all__ = [
+    "Definition",
+    "FileFacts",
+    "Import",
+    "Reference",
+    "extract_facts",
+    "qualified_name",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_REFERENCES = 20_000
+SIGNATURE_CHARS = 200
+
+_MODULE_PARTS = re.compile(r"[./:\\\s\"'<>@-]+")
+_queries: dict[str, Query] = {}
+_query_lock = threading.Lock()
+# Parsers hold mutable state, so each thread gets its own.
+_local = threading.local()
+
+# (end byte, qualified name, kind, index in scopes) of an open container during a sweep.
+_Open = tuple[int, str, str, int]
+# (start byte, end byte, qualified name) of a container, in document order.
+_Scope = tuple[int, int, str]
+# (start byte, name, line, is_call) of a reference before its container is known.
+_Raw = tuple[int, bytes, int, bool]
+
+
+def extract_facts(text: str, language: str, tree: Tree | None = None) -> FileFacts:
+    """Definitions, references and imports of `text`; never raises.
+
+    `tree`, when given, must come from parsing `text.encode("utf-8", "surrogatepass")`.
+    """
+    try:
+        if language == "markdown":
+            return markdown_facts(text)
+        rules = rules_for(language)
+        if rules is None:
+            return unsupported(language)
+        return _extract(text, language, rules, tree)
+    except Exception:  # a rule bug on one odd file must never stop an index run
+        log.debug("facts extraction failed for a %s file", language, exc_info=True)
+        return FileFacts(language, True, (), (), (), True)
+
+
+def parser_for(language: str) -> Parser:
+    """This thread's cached tree-sitter parser for `language`."""
+    parsers: dict[str, Parser] | None = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    parser = parsers.get(language)
+    if parser is None:
+        parser = parsers[language] = get_parser(language)  # type: ignore[arg-type]
+    return parser
+
+
+def _query_for(language: str, rules: LanguageRules) -> Query:
+    query = _queries.get(language)
+    if query is None:
+        with _query_lock:
+            query = _queries.get(language)
+            if query is None:
+                query = _queries[language] = Query(get_language(language), rules.query)  # type: ignore[arg-type]
+    return query
+
+
+def _extract(text: str, language: str, rules: LanguageRules, tree: Tree | None) -> FileFacts:
+    data = text.encode("utf-8", "surrogatepass")
+    query = _query_for(language, rules)
+    if tree is None:
+        tree = parser_for(language).parse(data)
+    root = tree.root_node
+    captures = QueryCursor(query).captures(root)
+    definitions, scopes, name_starts = _definitions(captures, rules, data)
+    imports = _imports(captures.get("import", ()), rules)
+    known = _known_names(definitions, imports)
+    references = _references(captures, rules, data, scopes, known, name_starts)
+    return FileFacts(language, True, definitions, references, imports, root.has_error)
+
+
+def _definitions(
+    captures: dict[str, list[Node]], rules: LanguageRules, data: bytes
+) -> tuple[tuple[Definition, ...], list[_Scope], set[int]]:
+    """Definitions in document order, the container ranges, and the start bytes of their names."""
+    wrapped = _wrapper_starts(captures.get("wrapper", ()))
+    stack: list[_Open] = []
+    scopes: list[_Scope] = []
+    name_starts: set[int] = set()
+    found: list[Definition] = []
+    # Index of the last definition directly inside each container (keyed by the container's start).
+    last_at: dict[int, int] = {}
+    for start, end, tag, node in _definition_nodes(captures):
+        if rules.open_scopes and node.type in rules.open_scopes and node.child_by_field_name("body") is None:
+            end = len(data)
+        while stack and stack[-1][0] <= start:
+            stack.pop()
+        parent_qual, parent_kind = (stack[-1][1], stack[-1][2]) if stack else (None, None)
+        parent_start = scopes[stack[-1][3]][0] if stack else -1
+        pushed = False
+        for name_node, extra, kind_override in _names(node, rules):
+            name = _name_text(data, name_node)
+            kind = _kind(kind_override or tag, node, name, rules) if name else None
+            if kind is None:
+                continue
+            container = _join(parent_qual, extra)
+            if kind == "function" and (
+                parent_kind in rules.method_scopes or (extra and rules.qualified_methods)
+            ):
+                kind = "method"
+            qual = f"{container}.{name}" if container else name
+            if kind != SCOPE:
+                name_starts.add(name_node.start_byte)
+                first_row = wrapped.get(end, node.start_point[0])
+                definition = _definition(data, node, name_node, name, kind, container, first_row)
+                if not (rules.merge_clauses and _merged(found, last_at.get(parent_start), definition)):
+                    last_at[parent_start] = len(found)
+                    found.append(definition)
+            # A typedef is no container: `typedef struct s {...} s_t;` defines s at top level.
+            if not pushed and kind != "type":
+                stack.append((end, qual, kind, len(scopes)))
+                scopes.append((start, end, qual))
+                pushed = True
+    return tuple(found), scopes, name_starts
+
+
+def _wrapper_starts(wrappers: list[Node]) -> dict[int, int]:
+    """End byte -> first row of wrappers (decorators, templates) that end where their definition does."""
+    return {node.end_byte: node.start_point[0] for node in wrappers}
+
+
+def _definition_nodes(captures: dict[str, list[Node]]) -> list[tuple[int, int, str, Node]]:
+    """(start, end, tag, node) for every definition or scope capture, outermost first."""
+    entries: list[tuple[int, int, str, Node]] = []
+    # A node may match two patterns under different tags (a declarator that is a function
+    # and a module variable); each tag's hook decides, so both entries stay.
+    seen: set[tuple[int, int, int, str]] = set()
+    for capture, nodes in captures.items():
+        if capture.startswith("def."):
+            tag = capture[4:]
+        elif capture == "scope":
+            tag = SCOPE
+        else:
+            continue
+        for node in nodes:
+            start, end = node.start_byte, node.end_byte
+            key = (start, end, node.kind_id, tag)
+            if key not in seen:
+                seen.add(key)
+                entries.append((start, end, tag, node))
+    entries.sort(key=_outermost_first)
+    return entries
+
+
+def _outermost_first(entry: tuple[int, int, str, Node]) -> tuple[int, int, int, str]:
+    # Ties (one node under two tags) are broken by kind and tag, as capture order is not stable.
+    return entry[0], -entry[1], entry[3].kind_id, entry[2]
+
+
+def _names(node: Node, rules: LanguageRules) -> list[Named]:
+    hook = rules.names.get(node.type)
+    if hook is not None:
+        return [named for named in hook(node) if named[0] is not None]
+    child = node.child_by_field_name("name")
+    return [(child, None, None)] if child is not None else []
+
+
+def _kind(tag: str, node: Node, name: str, rules: LanguageRules) -> str | None:
+    if tag in DEFINITION_KINDS or tag == SCOPE:
+        return tag
+    hook = rules.kinds.get(tag)
+    return hook(node, name) if hook is not None else None
+
+
+def _join(container: str | None, extra: str | None) -> str | None:
+    if container and extra:
+        return f"{container}.{extra}"
+    return container or extra
+
+
+def _name_text(data: bytes, node: Node) -> str:
+    name = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    # A name split over lines is cited by its first line, which is where `line` points.
+    if "\n" in name:
+        name = name.split("\n", 1)[0]
+    return name.strip()
+
+
+def _definition(
+    data: bytes, node: Node, name_node: Node, name: str, kind: str, container: str | None, first_row: int
+) -> Definition:
+    line = name_node.start_point[0] + 1
+    end_row, end_column = node.end_point
+    # A node ending at column 0 ends on the previous line (preprocessor lines keep their newline).
+    end_line = max(end_row + 1 if end_column else end_row, line)
+    signature = _line_text(data, name_node.start_byte)
+    return Definition(name, kind, container, line, end_line, min(first_row + 1, line), signature)
+
+
+def _line_text(data: bytes, offset: int) -> str:
+    # Search and decode a bounded window: minified code can put megabytes on one line.
+    window = 8 * SIGNATURE_CHARS
+    start = data.rfind(b"\n", max(0, offset - window), offset) + 1 or max(0, offset - window)
+    end = data.find(b"\n", offset, offset + window)
+    if end < 0:
+        end = min(len(data), offset + window)
+    return data[start:end].decode("utf-8", "replace").strip()[:SIGNATURE_CHARS]
+
+
+def _merged(found: list[Definition], index: int | None, d: Definition) -> bool:
+    """Fold another clause of the same function into the previous definition of its container."""
+    if index is None:
+        return False
+    previous = found[index]
+    if previous.name != d.name or previous.kind not in ("function", "method"):
+        return False
+    found[index] = replace(previous, end_line=max(previous.end_line, d.end_line))
+    return True
+
+
+def _references(
+    captures: dict[str, list[Node]],
+    rules: LanguageRules,
+    data: bytes,
+    scopes: list[_Scope],
+    known: set[bytes],
+    skip: set[int],
+) -> tuple[Reference, ...]:
+    """Calls and name uses, one per (name, line, is_call), with their containers.
+
+    Bare identifiers (@name) are mostly locals and parameters, so they count only when they
+    look global: Capitalized, or a name this file defines at top level or imports.
+    """
+    noise = rules.noise_bytes
+    found: list[_Raw] = []
+    # One loop for all three captures: this is the hottest code of an index run.
+    for capture, is_call in (("call", True), ("ref", False), ("name", False)):
+        bare = capture == "name"
+        for node in captures.get(capture, ()):
+            start = node.start_byte
+            if start in skip:
+                continue
+            name = data[start : node.end_byte]
+            if bare:
+                if not name or not (65 <= name[0] <= 90 or name in known):
+                    continue
+            else:
+                skip.add(start)
+            # Error recovery inserts zero-width MISSING nodes.
+            if name and name not in noise:
+                found.append((start, name, node.start_point[0] + 1, is_call))
+    # Capture order is not document order, so sort before keeping the first use on each line.
+    found.sort()
+    excluded = sorted((node.start_byte, node.end_byte) for node in captures.get("import", ()))
+    return _with_containers(_first_per_line(found, excluded), scopes)
+
+
+def _first_per_line(found: list[_Raw], excluded: list[tuple[int, int]]) -> list[_Raw]:
+    """One reference per (name, line, is_call); past the cap, calls are kept first.
+
+    References inside `excluded` ranges (import statements, already recorded as imports) drop out.
+    """
+    seen: set[tuple[bytes, int, bool]] = set()
+    kept: list[_Raw] = []
+    gap, gaps = 0, len(excluded)
+    for item in found:
+        while gap < gaps and excluded[gap][1] <= item[0]:
+            gap += 1
+        if gap < gaps and excluded[gap][0] <= item[0]:
+            continue
+        key = (item[1], item[2], item[3])
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    if len(kept) > MAX_REFERENCES:
+        # Calls answer "who calls X", so they survive the cap first.
+        calls = [item for item in kept if item[3]][:MAX_REFERENCES]
+        others = [item for item in kept if not item[3]][: MAX_REFERENCES - len(calls)]
+        kept = sorted(calls + others)
+    return kept
+
+
+def _with_containers(refs: list[_Raw], scopes: list[_Scope]) -> tuple[Reference, ...]:
+    """Attach the innermost enclosing definition to each reference, in one merged sweep."""
+    out: list[Reference] = []
+    stack: list[_Scope] = []
+    index, count = 0, len(scopes)
+    next_start = scopes[0][0] if scopes else -1
+    top_end, top = -1, None  # the innermost open scope's end and name, cached
+    for start, raw, line, is_call in refs:
+        if 0 <= next_start <= start:
+            while index < count and scopes[index][0] <= start:
+                scope = scopes[index]
+                while stack and stack[-1][1] <= scope[0]:
+                    stack.pop()
+                stack.append(scope)
+                index += 1
+            next_start = scopes[index][0] if index < count else -1
+            top_end, top = _top(stack)
+        if top_end <= start and stack:
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            top_end, top = _top(stack)
+        name = raw.decode("utf-8", "replace")
+        if "\n" not in name:
+            out.append(Reference(name, line, top, is_call))
+    return tuple(out)
+
+
+def _top(stack: list[_Scope]) -> tuple[int, str | None]:
+    # With no open scope the end is "never", so the pop check stays false.
+    return (stack[-1][1], stack[-1][2]) if stack else (1 << 62, None)
+
+
+def _known_names(definitions: tuple[Definition, ...], imports: tuple[Import, ...]) -> set[bytes]:
+    """Names a bare identifier can refer to beyond the local scope: top-level and imported names."""
+    known = {d.name.encode() for d in definitions if d.container is None or d.kind != "variable"}
+    for item in imports:
+        if item.name:
+            known.add(item.name.encode())
+        # `import os.path` binds `os`; `"./util"`, `"net/http"` and `a::b` bind their last part.
+        for part in _MODULE_PARTS.split(item.module):
+            if part:
+                known.add(part.encode())
+    return known
+
+
+def _imports(nodes: list[Node], rules: LanguageRules) -> tuple[Import, ...]:
+    if rules.imports is None:
+        return ()
+    out: list[Import] = []
+    seen: set[int] = set()
+    for node in sorted(nodes, key=_start_byte):
+        if node.start_byte in seen:
+            continue
+        seen.add(node.start_byte)
+        line = node.start_point[0] + 1
+        for module, name in rules.imports(node):
+            if module:
+                out.append(Import(module, name or None, line))
+    # Captures come grouped by pattern; a reader expects file order.
+    out.sort(key=_by_line)
+    return tuple(out)
+
+
+def _by_line(item: Import) -> int:
+    return item.line
+
+
+def _start_byte(node: Node) -> int:
+    return node.start_byte

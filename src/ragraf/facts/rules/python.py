@@ -1,0 +1,80 @@
+"""Python: functions, classes, methods, module constants and variables, imports, calls."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from .base import LanguageRules, constant_only, constant_or_variable, text
+
+# Bare identifiers (@name) only where a global name is commonly used: capturing every
+# identifier costs a third more time and yields mostly locals, which are filtered out anyway.
+QUERY = r"""
+(function_definition) @def.function
+(decorated_definition) @wrapper
+(class_definition) @def.class
+(module (assignment left: (identifier)) @def.var)
+(class_definition body: (block (assignment left: (identifier)) @def.classvar))
+(type_alias_statement) @def.type
+(call function: (identifier) @call)
+(call function: (attribute attribute: (identifier) @call))
+(attribute attribute: (identifier) @ref)
+(type (identifier) @ref)
+(attribute object: (identifier) @name)
+(argument_list (identifier) @name)
+(keyword_argument value: (identifier) @name)
+(assignment right: (identifier) @name)
+(comparison_operator (identifier) @name)
+(except_clause (identifier) @name)
+(subscript value: (identifier) @name)
+(tuple (identifier) @name)
+(expression_list (identifier) @name)
+(list (identifier) @name)
+(pair value: (identifier) @name)
+(binary_operator (identifier) @name)
+(boolean_operator (identifier) @name)
+(for_statement right: (identifier) @name)
+(return_statement (identifier) @name)
+(raise_statement (identifier) @name)
+(decorator (identifier) @name)
+(default_parameter value: (identifier) @name)
+(import_statement) @import
+(import_from_statement) @import
+"""
+
+
+def _assignment_name(node: Node) -> list:
+    return [(node.child_by_field_name("left"), None, None)]
+
+
+def _type_alias_name(node: Node) -> list:
+    left = node.child_by_field_name("left")
+    # `type X[T] = ...`: the name is the first identifier of the generic type.
+    while left is not None and left.type != "identifier" and left.named_child_count:
+        left = left.named_children[0]
+    return [(left, None, None)] if left is not None else []
+
+
+def _imports(node: Node) -> list[tuple[str, str | None]]:
+    if node.type == "import_statement":
+        return [(_dotted(child), None) for child in node.children_by_field_name("name")]
+    module = text(node.child_by_field_name("module_name"))
+    names = [_dotted(child) for child in node.children_by_field_name("name")]
+    return [(module, name) for name in names] or [(module, None)]
+
+
+def _dotted(node: Node) -> str:
+    # `import a.b as c` -> "a.b": the alias is local, the module is what the code depends on.
+    if node.type == "aliased_import":
+        return text(node.child_by_field_name("name"))
+    return text(node)
+
+
+RULES = {
+    "python": LanguageRules(
+        query=QUERY,
+        names={"assignment": _assignment_name, "type_alias_statement": _type_alias_name},
+        kinds={"var": constant_or_variable, "classvar": constant_only},
+        imports=_imports,
+        noise=frozenset({"self", "cls"}),
+    ),
+}

@@ -1,0 +1,120 @@
+"""extract_facts never raises: broken syntax, odd text, huge and deeply nested files, unknown languages."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragraf.facts import FileFacts, extract_facts
+from ragraf.facts.extract import MAX_REFERENCES
+from ragraf.languages import TREE_SITTER_LANGUAGES
+
+LANGUAGES = sorted(TREE_SITTER_LANGUAGES | {"markdown"})
+
+
+def check_lines(text: str, facts: FileFacts) -> None:
+    count = len(text.split("\n"))
+    for d in facts.definitions:
+        assert 1 <= d.start_line <= d.line <= d.end_line <= count, d
+    for r in facts.references:
+        assert 1 <= r.line <= count, r
+    for i in facts.imports:
+        assert 1 <= i.line <= count, i
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n\n\n",
+        "\ufeffdef f(): pass\n",
+        "def f(:\n  class {{{ ]] )) '''\n",
+        "x\x00y = 1\x00\n",
+        "a = '\udcff\ud800'\ndef g(): pass\n",
+        "\r\n".join(["def h():", "    return 1", ""]),
+        "\x0cclass K:\n\x0c    pass\n",
+        "🙂" * 1000 + "\nfunction 🙂() {}\n",
+    ],
+)
+def test_odd_text_gives_facts_not_errors(language: str, text: str) -> None:
+    facts = extract_facts(text, language)
+    assert facts.language == language
+    check_lines(text, facts)
+
+
+def test_a_syntax_error_gives_partial_facts() -> None:
+    facts = extract_facts(
+        "def ok():\n    pass\n\ndef broken(:\n    pass\n\nclass Fine:\n    pass\n", "python"
+    )
+    assert facts.partial
+    assert {"ok", "Fine"} <= {d.name for d in facts.definitions}
+
+
+def test_a_language_without_rules_is_unsupported_and_empty() -> None:
+    for language in ("text", "yaml", "klingon", ""):
+        facts = extract_facts("key: value\n", language)
+        assert (facts.supported, facts.definitions, facts.references, facts.imports) == (False, (), (), ())
+
+
+def test_five_thousand_definitions_are_all_found_quickly() -> None:
+    text = "".join(f"def f{i}(x):\n    return g{i}(x)\n" for i in range(5000))
+    started = time.perf_counter()
+    facts = extract_facts(text, "python")
+    assert time.perf_counter() - started < 5
+    assert len(facts.definitions) == 5000
+    assert facts.definitions[4999].line == 9999
+    assert sum(r.is_call for r in facts.references) == 5000
+
+
+@pytest.mark.parametrize(
+    ("language", "opening", "closing"),
+    [
+        ("python", "(", ")"),
+        ("javascript", "[", "]"),
+        ("go", "func() {", "}"),
+        ("c", "{", "}"),
+        ("rust", "(", ")"),
+    ],
+)
+def test_nesting_five_thousand_levels_deep_does_not_recurse(
+    language: str, opening: str, closing: str
+) -> None:
+    text = "x = " + opening * 5000 + "1" + closing * 5000 + "\n"
+    facts = extract_facts(text, language)
+    check_lines(text, facts)
+
+
+def test_five_thousand_nested_functions_get_containers() -> None:
+    depth = 5000
+    text = "".join(" " * i + f"def f{i}():\n" for i in range(depth)) + " " * depth + "pass\n"
+    facts = extract_facts(text, "python")
+    check_lines(text, facts)
+    if facts.definitions:  # tree-sitter may stop building so deep a tree; it must not raise
+        assert facts.definitions[0].container is None
+
+
+def test_references_are_capped() -> None:
+    text = "".join(f"call_{i}()\n" for i in range(MAX_REFERENCES + 500))
+    facts = extract_facts(text, "python")
+    assert len(facts.references) == MAX_REFERENCES
+
+
+def test_a_very_long_line_gives_a_bounded_signature() -> None:
+    text = "var a = 1;" * 50_000 + "function last() {}\n"
+    (d,) = [d for d in extract_facts(text, "javascript").definitions if d.name == "last"]
+    assert d.line == 1 and len(d.signature) <= 200
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.text(
+        alphabet=st.characters(codec="utf-8") | st.sampled_from("{}()[];:=.\n\t #\"'`"), max_size=300
+    )
+)
+def test_random_text_never_raises_in_any_language(text: str) -> None:
+    for language in LANGUAGES:
+        check_lines(text, extract_facts(text, language))
