@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragraf.facts import extract_facts, qualified_name
+from ragraf.facts.model import DEFINITION_KINDS
+from ragraf.facts.rules import rules_for
 from ragraf.languages import TREE_SITTER_LANGUAGES
 
 # language -> (source, expected (kind, qualified name, name line) triples)
@@ -370,8 +372,9 @@ CASES: dict[str, tuple[str, set[tuple[str, str, int]]]] = {
 }
 
 
-def test_every_tree_sitter_language_has_a_case() -> None:
+def test_every_tree_sitter_language_has_a_case_and_rules() -> None:
     assert set(CASES) == set(TREE_SITTER_LANGUAGES)
+    assert all(rules_for(language) is not None for language in TREE_SITTER_LANGUAGES)
 
 
 @pytest.mark.parametrize("language", sorted(CASES))
@@ -383,6 +386,7 @@ def test_definitions_have_their_kind_container_and_name_line(language: str) -> N
     assert expected <= found, sorted(expected - found)
     lines = source.split("\n")
     for d in facts.definitions:
+        assert d.kind in DEFINITION_KINDS, d
         assert d.name in lines[d.line - 1], d
         assert d.start_line <= d.line <= d.end_line, d
         assert d.signature == lines[d.line - 1].strip()
@@ -395,6 +399,22 @@ def test_multi_clause_functions_are_one_definition_spanning_every_clause() -> No
     source, _ = CASES["elixir"]
     (d,) = [d for d in extract_facts(source, "elixir").definitions if d.name == "dial"]
     assert (d.line, d.end_line) == (3, 6)
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "name", "lines"),
+    [
+        ("python", "@dataclass\n@frozen(x=1)\nclass Point:\n    x: int\n", "Point", (1, 3, 4)),
+        ("cpp", "template <typename T>\nstruct Box {\n  T v;\n};\n", "Box", (1, 2, 4)),
+        ("cpp", "template <class T>\nT twice(T x) {\n  return x + x;\n}\n", "twice", (1, 2, 4)),
+        ("java", '@Entity\n@Table(name = "t")\npublic class Row {\n}\n', "Row", (1, 3, 4)),
+    ],
+)
+def test_decorators_and_templates_start_the_definition(
+    language: str, source: str, name: str, lines: tuple[int, int, int]
+) -> None:
+    (d,) = [d for d in extract_facts(source, language).definitions if d.name == name]
+    assert (d.start_line, d.line, d.end_line) == lines
 
 
 def test_a_file_scoped_namespace_contains_the_rest_of_the_file() -> None:

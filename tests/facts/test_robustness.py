@@ -54,6 +54,17 @@ def test_a_syntax_error_gives_partial_facts() -> None:
     assert {"ok", "Fine"} <= {d.name for d in facts.definitions}
 
 
+def test_threads_extracting_at_once_get_the_same_facts_as_one_thread() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [(f"def f{i}():\n    g{i}()\n" * 50, "python") for i in range(8)]
+    jobs += [(f"func f{i}() {{ g{i}() }}\n" * 50, "go") for i in range(8)]
+    serial = [extract_facts(text, language) for text, language in jobs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        parallel = list(pool.map(lambda job: extract_facts(*job), jobs))
+    assert parallel == serial
+
+
 def test_a_language_without_rules_is_unsupported_and_empty() -> None:
     for language in ("text", "yaml", "klingon", ""):
         facts = extract_facts("key: value\n", language)

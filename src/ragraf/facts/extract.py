@@ -43,7 +43,7 @@ MAX_REFERENCES = 20_000
 SIGNATURE_CHARS = 200
 
 _MODULE_PARTS = re.compile(r"[./:\\\s\"'<>@-]+")
-_queries: dict[str, Query] = {}
+_queries: dict[str, Query | None] = {}
 _query_lock = threading.Lock()
 # Parsers hold mutable state, so each thread gets its own.
 _local = threading.local()
@@ -65,9 +65,10 @@ def extract_facts(text: str, language: str, tree: Tree | None = None) -> FileFac
         if language == "markdown":
             return markdown_facts(text)
         rules = rules_for(language)
-        if rules is None:
+        query = _query_for(language, rules) if rules is not None else None
+        if rules is None or query is None:
             return unsupported(language)
-        return _extract(text, language, rules, tree)
+        return _extract(text, language, rules, query, tree)
     except Exception:  # a rule bug on one odd file must never stop an index run
         log.debug("facts extraction failed for a %s file", language, exc_info=True)
         return FileFacts(language, True, (), (), (), True)
@@ -84,19 +85,24 @@ def parser_for(language: str) -> Parser:
     return parser
 
 
-def _query_for(language: str, rules: LanguageRules) -> Query:
-    query = _queries.get(language)
-    if query is None:
-        with _query_lock:
-            query = _queries.get(language)
-            if query is None:
-                query = _queries[language] = Query(get_language(language), rules.query)  # type: ignore[arg-type]
-    return query
+def _query_for(language: str, rules: LanguageRules) -> Query | None:
+    """The compiled rules query, or None (remembered) when this grammar build rejects it."""
+    if language in _queries:
+        return _queries[language]
+    with _query_lock:
+        if language not in _queries:
+            try:
+                _queries[language] = Query(get_language(language), rules.query)  # type: ignore[arg-type]
+            except Exception:  # a grammar that drifted from the rules: no facts, said once
+                log.warning(
+                    "facts rules for %s do not fit its grammar; no facts for it", language, exc_info=True
+                )
+                _queries[language] = None
+    return _queries[language]
 
 
-def _extract(text: str, language: str, rules: LanguageRules, tree: Tree | None) -> FileFacts:
+def _extract(text: str, language: str, rules: LanguageRules, query: Query, tree: Tree | None) -> FileFacts:
     data = text.encode("utf-8", "surrogatepass")
-    query = _query_for(language, rules)
     if tree is None:
         tree = parser_for(language).parse(data)
     root = tree.root_node
@@ -120,12 +126,10 @@ def _definitions(
     # Index of the last definition directly inside each container (keyed by the container's start).
     last_at: dict[int, int] = {}
     for start, end, tag, node in _definition_nodes(captures):
-        if rules.open_scopes and node.type in rules.open_scopes and node.child_by_field_name("body") is None:
-            end = len(data)
+        end = _scope_end(node, end, rules, len(data))
         while stack and stack[-1][0] <= start:
             stack.pop()
-        parent_qual, parent_kind = (stack[-1][1], stack[-1][2]) if stack else (None, None)
-        parent_start = scopes[stack[-1][3]][0] if stack else -1
+        parent_qual, parent_kind, parent_start = _parent(stack, scopes)
         pushed = False
         for name_node, extra, kind_override in _names(node, rules):
             name = _name_text(data, name_node)
@@ -133,29 +137,52 @@ def _definitions(
             if kind is None:
                 continue
             container = _join(parent_qual, extra)
-            if kind == "function" and (
-                parent_kind in rules.method_scopes or (extra and rules.qualified_methods)
-            ):
-                kind = "method"
-            qual = f"{container}.{name}" if container else name
+            kind = _method_or(kind, parent_kind, extra, rules)
             if kind != SCOPE:
                 name_starts.add(name_node.start_byte)
-                first_row = wrapped.get(end, node.start_point[0])
+                first_row = wrapped.get(start, node.start_point[0])
                 definition = _definition(data, node, name_node, name, kind, container, first_row)
                 if not (rules.merge_clauses and _merged(found, last_at.get(parent_start), definition)):
                     last_at[parent_start] = len(found)
                     found.append(definition)
             # A typedef is no container: `typedef struct s {...} s_t;` defines s at top level.
             if not pushed and kind != "type":
-                stack.append((end, qual, kind, len(scopes)))
-                scopes.append((start, end, qual))
+                stack.append((end, f"{container}.{name}" if container else name, kind, len(scopes)))
+                scopes.append((start, end, stack[-1][1]))
                 pushed = True
     return tuple(found), scopes, name_starts
 
 
+def _scope_end(node: Node, end: int, rules: LanguageRules, size: int) -> int:
+    """`namespace X;` has no body: it scopes everything after it."""
+    if rules.open_scopes and node.type in rules.open_scopes and node.child_by_field_name("body") is None:
+        return size
+    return end
+
+
+def _parent(stack: list[_Open], scopes: list[_Scope]) -> tuple[str | None, str | None, int]:
+    """Qualified name, kind and start byte of the innermost open container (start -1 at top level)."""
+    if not stack:
+        return None, None, -1
+    end, qual, kind, index = stack[-1]
+    return qual, kind, scopes[index][0]
+
+
+def _method_or(kind: str, parent_kind: str | None, extra: str | None, rules: LanguageRules) -> str:
+    """Functions directly inside a class-like container, or named `A::b` in C++, are methods."""
+    if kind == "function" and (parent_kind in rules.method_scopes or (extra and rules.qualified_methods)):
+        return "method"
+    return kind
+
+
 def _wrapper_starts(wrappers: list[Node]) -> dict[int, int]:
-    """End byte -> first row of wrappers (decorators, templates) that end where their definition does."""
-    return {node.end_byte: node.start_point[0] for node in wrappers}
+    """Start byte of a wrapped definition -> first row of its wrapper (decorators, templates)."""
+    starts: dict[int, int] = {}
+    for node in wrappers:
+        children = node.named_children
+        if children:
+            starts[children[-1].start_byte] = node.start_point[0]
+    return starts
 
 
 def _definition_nodes(captures: dict[str, list[Node]]) -> list[tuple[int, int, str, Node]]:
@@ -359,6 +386,7 @@ def _imports(nodes: list[Node], rules: LanguageRules) -> tuple[Import, ...]:
         return ()
     out: list[Import] = []
     seen: set[int] = set()
+    # Captures come grouped by pattern; a reader expects file order.
     for node in sorted(nodes, key=_start_byte):
         if node.start_byte in seen:
             continue
@@ -367,13 +395,7 @@ def _imports(nodes: list[Node], rules: LanguageRules) -> tuple[Import, ...]:
         for module, name in rules.imports(node):
             if module:
                 out.append(Import(module, name or None, line))
-    # Captures come grouped by pattern; a reader expects file order.
-    out.sort(key=_by_line)
     return tuple(out)
-
-
-def _by_line(item: Import) -> int:
-    return item.line
 
 
 def _start_byte(node: Node) -> int:

@@ -7,7 +7,7 @@ Capture names in a rules query:
   @ref        an identifier use
   @name       a bare identifier, kept only when it looks global (see extract._references)
   @import     an import node, read by the `imports` hook
-  @wrapper    a node ending with the definition it wraps, starting earlier (decorators, templates)
+  @wrapper    a node whose last child is the definition it wraps, starting earlier (decorators, templates)
 Captures starting with an underscore only feed predicates.
 """
 
