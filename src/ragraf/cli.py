@@ -13,7 +13,15 @@ from typing import Any
 import click
 
 from ragraf.api import Envelope, Index, error_envelope
-from ragraf.api.render import render_search
+from ragraf.api.changes_format import render_changes
+from ragraf.api.render import (
+    render_drift,
+    render_facts,
+    render_outline,
+    render_read,
+    render_search,
+    render_status,
+)
 from ragraf.errors import RagrafError
 from ragraf.index.progress import make_progress
 
@@ -113,6 +121,24 @@ def _search_lines(queries_file: Path) -> list[str]:
     return queries
 
 
+policy_option = click.option(
+    "--reindex-on-drift",
+    "policy",
+    type=click.Choice(["warn", "auto", "fail"]),
+    default=None,
+    help="When files changed since the index: answer marked (warn), reindex first (auto) or refuse (fail).",
+)
+
+
+def _finish(env: Envelope, as_json: bool, render: Callable[[Envelope], str]) -> int:
+    """Print an envelope (JSON or text); a refusal exits 3."""
+    if as_json:
+        _print_json(env.to_dict())
+    else:
+        click.echo(render(env))
+    return 3 if env.state == "refused" else 0
+
+
 @main.command("search")
 @click.argument("query", required=False)
 @click.option("-k", "k", default=5, show_default=True, help="Number of results (at most 10).")
@@ -125,50 +151,124 @@ def _search_lines(queries_file: Path) -> list[str]:
     "--mode", type=click.Choice(["hybrid", "lexical", "vector"]), default="hybrid", show_default=True
 )
 @click.option("--budget", type=int, default=None, help="Byte budget of the text output (default 16 KiB).")
+@policy_option
 @common
 def search_cmd(
-    root: Path, as_json: bool, query: str | None, k: int, queries: Path | None, mode: str, budget: int | None
+    root: Path,
+    as_json: bool,
+    query: str | None,
+    k: int,
+    queries: Path | None,
+    mode: str,
+    budget: int | None,
+    policy: str | None,
 ) -> int:
     """Search the index: the best chunks for QUERY with path:line."""
     if query is None and queries is None:
         raise click.UsageError("give a QUERY or --queries FILE")
+    code = 0
     with Index.open(root) as idx:
         budget = budget or idx.settings.budget_bytes
         for q in [query] if query is not None else _search_lines(queries):  # type: ignore[arg-type]
             try:
-                env = idx.search(q, k=k, mode=mode)
+                env = idx.search(q, k=k, mode=mode, reindex_on_drift=policy)
             except RagrafError as exc:
                 if queries is None:
                     raise
                 env = error_envelope("search", exc)
-            _emit(env, as_json, budget)
-    return 0
+            code = max(code, _finish(env, as_json, lambda e: render_search(e, budget)))  # type: ignore[arg-type]
+    return code
 
 
-def _emit(env: Envelope, as_json: bool, budget: int) -> None:
-    if as_json:
-        _print_json(env.to_dict())
-    else:
-        click.echo(render_search(env, budget))
+@main.command("def")
+@click.argument("name")
+@policy_option
+@common
+def def_cmd(root: Path, as_json: bool, name: str, policy: str | None) -> int:
+    """Where NAME is defined (exact, case-insensitive, then Class.method / pkg.Func)."""
+    with Index.open(root) as idx:
+        return _finish(idx.find_symbol(name, reindex_on_drift=policy), as_json, render_facts)
+
+
+@main.command("refs")
+@click.argument("name")
+@click.option("--calls", is_flag=True, help="Only calls of NAME.")
+@policy_option
+@common
+def refs_cmd(root: Path, as_json: bool, name: str, calls: bool, policy: str | None) -> int:
+    """Who references (or --calls) NAME, grouped by enclosing definition."""
+    with Index.open(root) as idx:
+        return _finish(idx.find_references(name, calls=calls, reindex_on_drift=policy), as_json, render_facts)
+
+
+@main.command("outline")
+@click.argument("path")
+@policy_option
+@common
+def outline_cmd(root: Path, as_json: bool, path: str, policy: str | None) -> int:
+    """The definitions of PATH as a tree, with lines."""
+    with Index.open(root) as idx:
+        return _finish(idx.outline(path, reindex_on_drift=policy), as_json, render_outline)
+
+
+@main.command("read")
+@click.argument("spec", metavar="PATH[:START-END]")
+@common
+def read_cmd(root: Path, as_json: bool, spec: str) -> int:
+    """The file as it is on disk now, with line numbers; says whether it differs from the index."""
+    with Index.open(root) as idx:
+        return _finish(idx.read(spec), as_json, render_read)
 
 
 @main.command("status")
+@policy_option
 @common
-def status_cmd(root: Path, as_json: bool) -> int:
+def status_cmd(root: Path, as_json: bool, policy: str | None) -> int:
     """The current revision and what changed on disk since."""
     with Index.open(root) as idx:
-        env = idx.status()
-    if as_json:
-        _print_json(env.to_dict())
-        return 0
-    info = env.results[0]
-    rev = info["revision"]
-    click.echo(
-        f"{env.index_rev} ({rev['created_at']}): {rev['files']} files, {rev['chunks']} chunks; state {env.state}"
-    )
-    click.echo(f"index: {info['index_file']}")
-    for w in env.stale_warnings:
-        click.echo(f"  {w.path}: {w.reason} (suggest {w.suggest})")
+        return _finish(idx.status(reindex_on_drift=policy), as_json, render_status)
+
+
+@main.command("drift")
+@policy_option
+@common
+def drift_cmd(root: Path, as_json: bool, policy: str | None) -> int:
+    """The open drift-ledger entries: what changed on disk since the current revision."""
+    with Index.open(root) as idx:
+        return _finish(idx.drift(reindex_on_drift=policy), as_json, render_drift)
+
+
+@main.command("changes")
+@click.option("--from", "from_rev", required=True, help="The earlier revision, e.g. rev-0003.")
+@click.option("--to", "to_rev", default=None, help="The later revision (default: the current one).")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "md", "json", "html"]), default="text", show_default=True
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to a file."
+)
+@policy_option
+@common
+def changes_cmd(
+    root: Path,
+    as_json: bool,
+    from_rev: str,
+    to_rev: str | None,
+    fmt: str,
+    output: Path | None,
+    policy: str | None,
+) -> int:
+    """What changed in knowledge between two revisions: files, symbols, and the ledger behind them."""
+    with Index.open(root) as idx:
+        env = idx.changes(from_rev, to_rev, reindex_on_drift=policy)
+    if as_json or env.state == "refused":
+        return _finish(env, as_json, lambda e: render_facts(e))
+    text = render_changes(env.results[0], fmt)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(text)
     return 0
 
 
@@ -182,9 +282,10 @@ def revisions_cmd(root: Path, as_json: bool) -> int:
         _print_json(env.to_dict())
         return 0
     for r in env.results:
+        git = f"  {r['git_branch'] or ''}@{r['git_head'][:10]}" if r["git_head"] else ""
         click.echo(
-            f"{r['rev']}  {r['created_at']}  {r['files']:>6} files {r['chunks']:>7} chunks  {r['corpus_hash'][:12]}"
-            + (f"  {r['git_branch'] or ''}@{r['git_head'][:10]}" if r["git_head"] else "")
+            f"{r['rev']}  {r['created_at']}  {r['files']:>6} files {r['chunks']:>7} chunks  "
+            f"{r['corpus_hash'][:12]}{git}"
         )
     return 0
 

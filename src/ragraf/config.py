@@ -13,6 +13,7 @@ from pathlib import Path
 from ragraf.errors import ConfigError
 
 CHUNKER_VERSION = "3"
+FACTS_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Settings:
         return self.home / db_name(self.root)
 
     def chunk_params(self) -> str:
-        return f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}"
+        return f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}/facts{FACTS_VERSION}"
 
 
 _INT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", int)}

@@ -5,23 +5,29 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, UsageError
-from ragraf.freshness.guard import DriftSet, compute_drift
+from ragraf.facts.lookup import find_definitions, find_references
+from ragraf.freshness.changes import changes_report
+from ragraf.freshness.guard import DriftSet, GuardResult, guard
+from ragraf.freshness.live_read import confine, parse_spec, read_live
 from ragraf.index.indexer import IndexReport, dry_run, run_index
 from ragraf.index.lock import WriterLock
 from ragraf.index.progress import Progress
 from ragraf.languages import kind_of, language_of
 from ragraf.search.engine import run_search
-from ragraf.store import Revision, Store, open_store
+from ragraf.store import DriftEvent, FactHit, Revision, Store, open_store
 
 MAX_K = 10
 SNIPPET_MAX_CHARS = 4000
 MAX_STALE_WARNINGS = 50
+MAX_FACTS = 200
+POLICIES = ("warn", "auto", "fail")
 
 
 class Index:
@@ -37,12 +43,14 @@ class Index:
         home = overrides.pop("home", None)
         settings = load_settings(root, **overrides)
         if home is not None:
-            settings = _with(settings, home=Path(home).expanduser().resolve())
+            settings = dataclasses.replace(settings, home=Path(home).expanduser().resolve())
         return cls(settings)
 
     # plumbing ------------------------------------------------------------------------------
 
     def store(self) -> Store:
+        if self._store is not None and not self.settings.db_path.exists():
+            self.close()  # the index home was deleted under us: say so rather than answer from a ghost
         if self._store is None:
             self._store = open_store(self.settings)
         return self._store
@@ -64,26 +72,72 @@ class Index:
             raise IndexMissingError("the index has no revision yet", suggest="run `ragraf index`")
         return rev
 
-    def _envelope(self, op: str, rev: Revision, drift: DriftSet) -> Envelope:
-        env = Envelope(op=op, index_rev=rev.rev, corpus_hash=rev.corpus_hash, capability=Capability())
+    def _capability(self, rev: Revision) -> Capability:
+        return Capability(lexical=True, semantic=False, semantic_coverage=0.0, facts=True)
+
+    def _envelope(self, op: str, rev: Revision, guarded: GuardResult | None = None) -> Envelope:
+        env = Envelope(
+            op=op, index_rev=rev.rev, corpus_hash=rev.corpus_hash, capability=self._capability(rev)
+        )
+        if guarded is None:
+            return env
+        drift = guarded.drift
+        env.drift["entries"] = guarded.open_entries
         if drift:
             env.state = "drifted"
-            env.drift = {"files": len(drift.paths), "symbols": 0, "entries": len(drift.paths)}
+            env.drift.update(files=len(drift.paths), symbols=guarded.affected_symbols)
             for path in sorted(drift.paths)[:MAX_STALE_WARNINGS]:
                 change = drift.change_of(path)
                 verb = {"modify": "modified", "delete": "deleted", "create": "created"}[change or "modify"]
-                env.stale_warnings.append(
-                    StaleWarning(
-                        path, f"{verb} after {rev.rev}", "reindex" if change == "delete" else "live_read"
-                    )
-                )
+                suggest = "reindex" if change == "delete" else "live_read"
+                env.stale_warnings.append(StaleWarning(path, f"{verb} after {rev.rev}", suggest))
             if len(drift.paths) > MAX_STALE_WARNINGS:
                 env.notes.append(f"{len(drift.paths) - MAX_STALE_WARNINGS} more drifted files not listed")
         return env
 
-    def _guard(self, rev: Revision) -> DriftSet:
-        store = self.store()
-        return compute_drift(self.settings, store.manifest(rev.rev_no), store.stat_cache())
+    def _begin(self, op: str, policy: str | None = None) -> tuple[Revision, DriftSet, Envelope]:
+        """Guard, then apply the reindex_on_drift policy: answer marked, reindex first, or refuse."""
+        policy = policy or self.settings.reindex_on_drift
+        if policy not in POLICIES:
+            raise UsageError(
+                f"reindex_on_drift {policy!r} is not one of {', '.join(POLICIES)}",
+                suggest="use warn, auto or fail",
+            )
+        rev = self._current()
+        guarded = guard(self.store(), self.settings, rev)
+        notes: list[str] = []
+        if guarded.drift and policy == "auto":
+            n = len(guarded.drift.paths)
+            if n <= self.settings.auto_reindex_max_files:
+                self.index()
+                rev = self._current()
+                guarded = guard(self.store(), self.settings, rev)
+                notes.append(f"reindexed {n} drifted files before answering ({rev.rev})")
+            else:
+                notes.append(
+                    f"{n} files drifted, over auto_reindex_max_files={self.settings.auto_reindex_max_files}: "
+                    "answering from the index, marked stale; run `ragraf index`"
+                )
+        env = self._envelope(op, rev, guarded)
+        env.notes.extend(notes)
+        if guarded.drift and policy == "fail":
+            env.state = "refused"
+            env.error = {
+                "code": "drifted",
+                "message": f"{len(guarded.drift.paths)} files changed on disk since {rev.rev} and the policy is fail",
+                "suggest": "run `ragraf index`, or read the files live with `ragraf read`",
+            }
+        return rev, guarded.drift, env
+
+    def _named_revision(self, name: str) -> Revision:
+        found = self.store().revision(name.strip())
+        if found is None:
+            valid = [r.rev for r in self.store().revisions()]
+            raise UsageError(
+                f"no revision named {name!r}; retained revisions: {', '.join(valid)}",
+                suggest="pick one of the listed revisions (`ragraf revisions`)",
+            )
+        return found
 
     # operations ----------------------------------------------------------------------------
 
@@ -130,13 +184,14 @@ class Index:
         k: int = 5,
         mode: str = "hybrid",
         rules: dict[str, bool] | None = None,
+        reindex_on_drift: str | None = None,
     ) -> Envelope:
-        """Hybrid search (lexical until embeddings exist): top k chunks with path:line."""
+        """Hybrid search: the top k chunks for a query, with path:line."""
         if mode not in ("hybrid", "lexical", "vector"):
             raise UsageError(f"unknown search mode {mode!r}", suggest="use hybrid, lexical or vector")
-        rev = self._current()
-        drift = self._guard(rev)
-        env = self._envelope("search", rev, drift)
+        rev, drift, env = self._begin("search", reindex_on_drift)
+        if env.state == "refused":
+            return env
         k_asked = k
         k = max(0, min(int(k), MAX_K))
         if k != k_asked:
@@ -146,7 +201,6 @@ class Index:
             return env
         outcome = run_search(self.store(), rev.rev_no, query, k, mode=mode, rules=rules)
         env.notes.extend(outcome.notes)
-        stale = drift.paths
         for cand in outcome.hits:
             hit = cand.hit
             language = language_of(hit.path)
@@ -160,39 +214,146 @@ class Index:
                     kind=kind_of(hit.path, language),
                     language=language,
                     symbol=hit.symbol,
-                    stale=hit.path in stale,
+                    stale=hit.path in drift.paths,
                     snippet=snippet,
                 )
             )
-        if not env.results and not any(w.isalnum() for w in query):
+        if not env.results and not any(ch.isalnum() for ch in query):
             env.notes.append("the query has no searchable words")
         return env
 
-    def status(self) -> Envelope:
-        """The current revision, its counts, and what drifted on disk since."""
-        rev = self._current()
-        drift = self._guard(rev)
-        env = self._envelope("status", rev, drift)
-        env.results.append(
-            {
-                "revision": rev.to_dict(),
-                "root": str(self.settings.root),
-                "home": str(self.settings.home),
-                "store": self.settings.store,
-                "index_file": str(self.settings.db_path),
-                "drift": {
-                    "created": list(drift.created),
-                    "modified": list(drift.modified),
-                    "deleted": list(drift.deleted),
-                },
-            }
+    def find_symbol(self, name: str, reindex_on_drift: str | None = None) -> Envelope:
+        """Where NAME is defined: exact, then case-insensitive, then qualified (Class.method, pkg.Func)."""
+        rev, drift, env = self._begin("def", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        hits, how = find_definitions(self.store(), rev.rev_no, name)
+        if how not in ("exact", "none"):
+            env.notes.append(f"matched {how}")
+        if not hits:
+            env.notes.append(f"no definition of {name!r} in {rev.rev}; try `ragraf search`")
+        env.results.extend(_fact(h, drift) for h in hits[:MAX_FACTS])
+        env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
+        return env
+
+    def find_references(
+        self, name: str, calls: bool = False, reindex_on_drift: str | None = None
+    ) -> Envelope:
+        """Who references (or with calls=True, calls) NAME, grouped by enclosing definition."""
+        rev, drift, env = self._begin("refs", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        hits = find_references(self.store(), rev.rev_no, name, calls)
+        if not hits:
+            env.notes.append(f"no {'calls' if calls else 'references'} of {name!r} in {rev.rev}")
+        env.results.extend(_fact(h, drift) for h in hits[:MAX_FACTS])
+        env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
+        return env
+
+    def outline(self, path: str, reindex_on_drift: str | None = None) -> Envelope:
+        """The definitions of one file as a tree (depth by containment), with lines."""
+        rev, drift, env = self._begin("outline", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        rel, _ = confine(self.settings.root, path)
+        store = self.store()
+        status = store.facts_status(rev.rev_no, rel)
+        if status is None:
+            raise UsageError(f"{rel} is not in {rev.rev}", suggest="check the path, or run `ragraf index`")
+        hits = sorted(
+            store.find_facts(rev.rev_no, "def", path=rel, limit=100_000),
+            key=lambda h: (h.start_line, -h.end_line),
         )
+        open_ends: list[int] = []
+        for h in hits:
+            while open_ends and open_ends[-1] < h.start_line:
+                open_ends.pop()
+            env.results.append({**_fact(h, drift), "depth": len(open_ends)})
+            open_ends.append(h.end_line)
+        if status == "unsupported":
+            env.capability.facts = False
+            env.notes.append(f"no fact rules for {language_of(rel)}; outline from the chunks instead")
+            for chunk in store.chunks_of(rev.rev_no, rel):
+                env.results.append({
+                    "name": chunk.symbol or f"lines {chunk.start_line}-{chunk.end_line}", "kind": "chunk",
+                    "path": rel, "line": chunk.start_line, "end_line": chunk.end_line, "container": None,
+                    "stale": rel in drift.paths, "depth": 0,
+                })  # fmt: skip
+        elif status == "partial":
+            env.notes.append(f"{rel} has syntax errors: the outline may be incomplete")
+        return env
+
+    def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> Envelope:
+        """The file as it is on disk now (confined to the root), and whether it differs from the index."""
+        if start_line is None and end_line is None:
+            path, start_line, end_line = parse_spec(path)
+        rev = self._current()
+        env = self._envelope("read", rev)
+        live = read_live(self.settings.root, path)
+        indexed = self.store().manifest(rev.rev_no).get(live.path)
+        total = len(live.lines)
+        start = max(1, start_line or 1)
+        end = min(total, end_line or total)
+        if start > end:
+            raise UsageError(
+                f"line range {start_line}-{end_line} is outside {live.path} (1-{total})",
+                suggest=f"ask for lines within 1-{total}",
+            )
+        differs = indexed is None or indexed.sha256 != live.sha256
+        if indexed is not None and differs:
+            event = DriftEvent(rev.rev, "modify", live.path, "guard", indexed.sha256, live.sha256, indexed.content_id)
+            with contextlib.suppress(sqlite3.OperationalError):
+                self.store().register_drift([event])
+        if differs:
+            env.state = "drifted"
+            reason = f"not in {rev.rev}" if indexed is None else f"modified after {rev.rev}"
+            env.stale_warnings.append(StaleWarning(live.path, reason, "reindex"))
+            env.drift["files"] = 1
+        env.results.append({
+            "path": live.path, "start_line": start, "end_line": end, "total_lines": total,
+            "sha256": live.sha256, "indexed_sha256": indexed.sha256 if indexed else None,
+            "differs_from_index": differs, "stale": False, "content": "\n".join(live.lines[start - 1 : end]),
+        })  # fmt: skip
+        return env
+
+    def status(self, reindex_on_drift: str | None = None) -> Envelope:
+        """The current revision, its counts, and what drifted on disk since."""
+        rev, drift, env = self._begin("status", reindex_on_drift)
+        env.results.append({
+            "revision": rev.to_dict(), "root": str(self.settings.root), "home": str(self.settings.home),
+            "store": self.settings.store, "index_file": str(self.settings.db_path),
+            "drift": {"created": list(drift.created), "modified": list(drift.modified), "deleted": list(drift.deleted)},
+        })  # fmt: skip
+        return env
+
+    def drift(self, reindex_on_drift: str | None = None) -> Envelope:
+        """The open drift-ledger entries of the current revision."""
+        rev, _drift, env = self._begin("drift", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        env.results.extend(e.to_dict() for e in self.store().open_entries(rev.rev))
+        return env
+
+    def changes(
+        self, from_rev: str, to_rev: str | None = None, reindex_on_drift: str | None = None
+    ) -> Envelope:
+        """What changed in knowledge between two revisions (to_rev defaults to the current one)."""
+        rev, _drift, env = self._begin("changes", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        a = self._named_revision(from_rev)
+        b = self._named_revision(to_rev) if to_rev else rev
+        if a.rev_no > b.rev_no:
+            raise UsageError(
+                f"--from {a.rev} is later than --to {b.rev}",
+                suggest=f"swap them: --from {b.rev} --to {a.rev}",
+            )
+        env.results.append(changes_report(self.store(), a, b))
         return env
 
     def revisions(self) -> Envelope:
         """Every retained revision, oldest first."""
-        rev = self._current()
-        env = self._envelope("revisions", rev, DriftSet())
+        env = self._envelope("revisions", self._current())
         env.results.extend(r.to_dict() for r in self.store().revisions())
         return env
 
@@ -204,8 +365,13 @@ class Index:
         return {"op": "gc", "keep": self.settings.keep_revisions, **removed}
 
 
-def _with(settings: Settings, **changes: Any) -> Settings:
-    return dataclasses.replace(settings, **changes)
+def _fact(hit: FactHit, drift: DriftSet) -> dict[str, Any]:
+    """The fact shape of DESIGN §4, plus what an agent needs to act on it."""
+    return {
+        "name": hit.name, "kind": hit.kind or ("call" if hit.is_call else "reference"), "path": hit.path,
+        "line": hit.line, "end_line": hit.end_line, "container": hit.container, "stale": hit.path in drift.paths,
+        "start_line": hit.start_line, "signature": hit.signature,
+    }  # fmt: skip
 
 
 def _remove_index_files(db: Path) -> None:

@@ -59,3 +59,65 @@ def render_search(env: Envelope, budget_bytes: int = 16 * 1024) -> str:
         used += len(block.encode()) + 2
     env.truncated["bytes"] = max(0, sum(len(r.snippet.encode()) for r in results) - used)
     return head + "\n\n" + "\n\n".join(blocks)
+
+
+def render_facts(env: Envelope) -> str:
+    """def / refs: one `path:line  container › name (kind)` line each, grouped by enclosing definition."""
+    lines = _header(env)
+    if not env.results:
+        return "\n".join(lines + ["no results"])
+    group = None
+    for f in env.results:
+        if env.op == "refs" and (f["path"], f["container"]) != group:
+            group = (f["path"], f["container"])
+            lines.append(f"{f['path']} · in {f['container'] or '<module>'}")
+        stale = "  [STALE]" if f["stale"] else ""
+        where = f"{f['path']}:{f['line']}" + (f"-{f['end_line']}" if f["end_line"] != f["line"] else "")
+        owner = f"{f['container']}." if f.get("container") and env.op != "refs" else ""
+        detail = f"  {f['signature']}" if env.op == "def" and f.get("signature") else ""
+        lines.append(f"  {where}  {owner}{f['name']} ({f['kind']}){stale}{detail}")
+    if env.truncated["results"]:
+        lines.append(f"… {env.truncated['results']} more results elided")
+    return "\n".join(lines)
+
+
+def render_outline(env: Envelope) -> str:
+    lines = _header(env)
+    for f in env.results:
+        stale = "  [STALE]" if f["stale"] else ""
+        lines.append(
+            f"{'  ' * f['depth']}{f['name']} ({f['kind']})  {f['path']}:{f['line']}-{f['end_line']}{stale}"
+        )
+    return "\n".join(lines)
+
+
+def render_read(env: Envelope) -> str:
+    lines = _header(env)
+    for r in env.results:
+        state = "differs from the index" if r["differs_from_index"] else "same as the index"
+        lines.append(f"{r['path']}:{r['start_line']}-{r['end_line']} of {r['total_lines']} ({state})")
+        width = len(str(r["end_line"]))
+        for n, text in enumerate(r["content"].split("\n"), start=r["start_line"]):
+            lines.append(f"{n:>{width}}  {text}")
+    return "\n".join(lines)
+
+
+def render_drift(env: Envelope) -> str:
+    lines = _header(env)
+    if not env.results:
+        lines.append("no open drift entries")
+    for e in env.results:
+        lines.append(
+            f"#{e['entry_id']} {e['change']:<6} {e['path']}  (by {e['detected_by']} at {e['detected_at']}; "
+            f"{len(e['affected_symbols'])} symbols, {len(e['affected_nodes'])} chunks)"
+        )
+    return "\n".join(lines)
+
+
+def render_status(env: Envelope) -> str:
+    lines = _header(env)
+    info = env.results[0]
+    rev = info["revision"]
+    lines.append(f"{rev['rev']} ({rev['created_at']}): {rev['files']} files, {rev['chunks']} chunks")
+    lines.append(f"index: {info['index_file']}")
+    return "\n".join(lines)

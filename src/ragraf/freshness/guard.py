@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from dataclasses import dataclass
 
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
 from ragraf.index.indexer import SKIPPED, stat_matches
-from ragraf.store import ManifestEntry, StatEntry
+from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
 
 @dataclass(frozen=True)
@@ -69,3 +71,37 @@ def compute_drift(
             new_sha.append((st.path, sha))
     deleted = [p for p in manifest if p not in on_disk]
     return DriftSet(tuple(created), tuple(modified), tuple(sorted(deleted)), tuple(new_sha))
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    """The drift set of one read, and the ledger's view of it."""
+
+    drift: DriftSet
+    open_entries: int
+    affected_symbols: int
+
+
+def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
+    """Compute the drift against rev and append what is new to the ledger (detected_by guard)."""
+    manifest = store.manifest(rev.rev_no)
+    drift = compute_drift(settings, manifest, store.stat_cache())
+    if not drift:
+        return GuardResult(drift, len(store.open_entries(rev.rev)), 0)
+    new_sha = dict(drift.new_sha)
+    events = []
+    for path in drift.created:
+        events.append(DriftEvent(rev.rev, "create", path, "guard", None, new_sha[path]))
+    for path in drift.modified:
+        old = manifest[path]
+        events.append(DriftEvent(rev.rev, "modify", path, "guard", old.sha256, new_sha[path], old.content_id))
+    for path in drift.deleted:
+        old = manifest[path]
+        events.append(DriftEvent(rev.rev, "delete", path, "guard", old.sha256, None, old.content_id))
+    with contextlib.suppress(sqlite3.OperationalError):
+        store.register_drift(events)  # a read-only or busy index still answers, marked
+    entries = store.open_entries(rev.rev)
+    drifted = drift.paths
+    per_path = {e.path: len(e.affected_symbols) for e in entries if e.path in drifted}
+    symbols = sum(per_path.values())
+    return GuardResult(drift, len(entries), symbols)

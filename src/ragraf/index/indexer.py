@@ -12,9 +12,9 @@ from pathlib import Path, PurePosixPath
 from ragraf.config import Settings
 from ragraf.corpus import FileStat, Unindexable, discover, extract
 from ragraf.index.progress import Progress
-from ragraf.index.workers import ContentKey, prepare, prepare_all
+from ragraf.index.workers import prepare, prepare_all
 from ragraf.languages import language_of
-from ragraf.store import ChunkRecord, ManifestEntry, NewRevision, StatEntry, Store
+from ragraf.store import ContentBundle, DriftEvent, ManifestEntry, NewRevision, StatEntry, Store
 
 # A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
 # clock tick (git's "racy" problem): such files are re-hashed next time.
@@ -141,6 +141,28 @@ def hash_files(
     return hashed, skipped
 
 
+def index_events(
+    rev: str | None, old: dict[str, ManifestEntry], new: list[ManifestEntry]
+) -> list[DriftEvent]:
+    """The ledger entries a reindex contributes: every file that differs from the previous revision."""
+    if rev is None:
+        return []
+    events = []
+    new_by_path = {e.path: e for e in new}
+    for path, entry in new_by_path.items():
+        prior = old.get(path)
+        if prior is None:
+            events.append(DriftEvent(rev, "create", path, "index", None, entry.sha256))
+        elif prior.sha256 != entry.sha256:
+            events.append(
+                DriftEvent(rev, "modify", path, "index", prior.sha256, entry.sha256, prior.content_id)
+            )
+    for path, prior in old.items():
+        if path not in new_by_path:
+            events.append(DriftEvent(rev, "delete", path, "index", prior.sha256, None, prior.content_id))
+    return events
+
+
 def run_index(
     store: Store,
     settings: Settings,
@@ -191,13 +213,13 @@ def run_index(
     missing = [key for key in need if key not in ids]
     new_chunks = 0
     progress.start("chunking files", len(missing))
-    batch: list[tuple[ContentKey, list[ChunkRecord]]] = []
-    for key, records in prepare_all([(key, need[key].stat.path) for key in missing], settings):
+    batch: list[ContentBundle] = []
+    for bundle in prepare_all([(key, need[key].stat.path) for key in missing], settings):
         progress.advance()
-        if records is None:
+        if bundle is None:
             continue
-        new_chunks += len(records)
-        batch.append((key, records))
+        new_chunks += len(bundle.chunks)
+        batch.append(bundle)
         if len(batch) >= _BATCH_FILES:
             ids.update(store.add_contents(batch))
             batch = []
@@ -215,7 +237,8 @@ def run_index(
     changed = current is None or chash != current.corpus_hash or current.index_version != version
     if changed:
         head, branch = git_stamp(root)
-        rev = store.commit_revision(NewRevision(chash, version, head, branch, manifest))
+        events = index_events(current.rev if current else None, old_manifest, manifest)
+        rev = store.commit_revision(NewRevision(chash, version, head, branch, manifest, events))
         store.gc(settings.keep_revisions)
     now = time.time_ns()
     fresh_stats = {
@@ -265,8 +288,8 @@ def dry_run(store: Store | None, settings: Settings, progress: Progress | None =
             n = len(store.chunks_of(current.rev_no, path)) if current else 0  # type: ignore[attr-defined]
         else:
             changed += 1
-            _, records = prepare(((hf.sha256, language_of(path), settings.chunk_params()), path, settings))
-            n = len(records or [])
+            bundle = prepare(((hf.sha256, language_of(path), settings.chunk_params()), path, settings))
+            n = len(bundle.chunks) if bundle else 0
         row["chunks"] += n
         total_chunks += n
     reasons = [reason for _, reason in found.skipped] + [reason for _, reason in unindexable]

@@ -1,17 +1,20 @@
-"""Chunking (and later facts) of new content, spread over the machine's cores for big batches."""
+"""Chunking and facts of new content, spread over the machine's cores for big batches."""
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ragraf.chunking import chunk_text
+from ragraf.chunking import SymbolSpan, chunk_text, parse
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, extract
-from ragraf.store import ChunkRecord
+from ragraf.facts import extract_facts, qualified_name
+from ragraf.languages import TREE_SITTER_LANGUAGES
+from ragraf.store import ChunkRecord, ContentBundle, FactRecord
 from ragraf.tokens import index_text
 
 ContentKey = tuple[str, str, str]
@@ -19,28 +22,75 @@ ContentKey = tuple[str, str, str]
 _POOL_MIN_FILES = 64
 
 
-def chunk_records(text: str, language: str, settings: Settings) -> list[ChunkRecord]:
-    """The chunks of one file's text, with their lexical index text."""
-    chunks = chunk_text(text, language, settings.chunk_max_chars, settings.chunk_min_chars)
-    return [
-        ChunkRecord(i, c.start_line, c.end_line, c.symbol, c.text, index_text(c.text + "\n" + (c.symbol or "")))
+def _facts(
+    text: str, language: str, tree: object | None
+) -> tuple[list[FactRecord], str, list[SymbolSpan] | None]:
+    """Fact rows, their status, and the definitions that name chunks (None: the chunker guesses)."""
+    facts = extract_facts(text, language, tree=tree)  # type: ignore[arg-type]
+    if not facts.supported:
+        return [], "unsupported", None
+    lines = text.split("\n")
+    rows: list[FactRecord] = []
+    symbols: list[SymbolSpan] = []
+    for d in facts.definitions:
+        body = "\n".join(lines[d.start_line - 1 : d.end_line])
+        digest = hashlib.sha1(body.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+        rows.append(
+            FactRecord(
+                "def",
+                d.name,
+                d.kind,
+                d.container,
+                d.line,
+                d.start_line,
+                d.end_line,
+                d.signature,
+                False,
+                digest,
+            )
+        )
+        symbols.append(SymbolSpan(qualified_name(d), d.start_line, d.end_line))
+    rows.extend(
+        FactRecord("ref", r.name, None, r.container, r.line, r.line, r.line, None, r.is_call)
+        for r in facts.references
+    )
+    rows.extend(
+        FactRecord("import", i.name or i.module, None, None, i.line, i.line, i.line, i.module)
+        for i in facts.imports
+    )
+    return rows, "partial" if facts.partial else "supported", symbols
+
+
+def analyse(text: str, language: str, settings: Settings) -> tuple[list[ChunkRecord], list[FactRecord], str]:
+    """Chunks and facts of one file's text, from one parse."""
+    tree = parse(text, language) if language in TREE_SITTER_LANGUAGES else None
+    facts, status, symbols = _facts(text, language, tree)
+    if language == "markdown":
+        symbols = None  # the heading chunker names its own sections
+    chunks = chunk_text(text, language, settings.chunk_max_chars, settings.chunk_min_chars, symbols, tree)
+    records = [
+        ChunkRecord(
+            i, c.start_line, c.end_line, c.symbol, c.text, index_text(c.text + "\n" + (c.symbol or ""))
+        )
         for i, c in enumerate(chunks)
     ]
+    return records, facts, status
 
 
-def prepare(job: tuple[ContentKey, str, Settings]) -> tuple[ContentKey, list[ChunkRecord] | None]:
-    """Read, verify and chunk one file; None when it changed or vanished since it was hashed."""
+def prepare(job: tuple[ContentKey, str, Settings]) -> ContentBundle | None:
+    """Read, verify, chunk and extract facts of one file; None when it changed or vanished since hashing."""
     key, path, settings = job
     try:
         ex = extract(Path(settings.root) / path, path, settings.max_line_chars)
     except (Unindexable, OSError):
-        return key, None
+        return None
     if ex.sha256 != key[0]:
-        return key, None  # changed again since hashing: the next run picks it up
-    return key, chunk_records(ex.text, key[1], settings)
+        return None  # changed again since hashing: the next run picks it up
+    chunks, facts, status = analyse(ex.text, key[1], settings)
+    return ContentBundle(key, chunks, facts, status)
 
 
-def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Iterator[tuple[ContentKey, list[ChunkRecord] | None]]:
+def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Iterator[ContentBundle | None]:
     """prepare() for every job, in order, on all cores when the batch is big enough."""
     tasks = [(key, path, settings) for key, path in jobs]
     workers = min(os.cpu_count() or 1, 8)

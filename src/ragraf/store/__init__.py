@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from ragraf.store.base import ChunkHit, ChunkRecord, ManifestEntry, NewRevision, Revision, StatEntry, Store
+from ragraf.store.base import (
+    ChunkHit,
+    ChunkRecord,
+    ContentBundle,
+    DriftEntry,
+    DriftEvent,
+    FactHit,
+    FactRecord,
+    ManifestEntry,
+    NewRevision,
+    Revision,
+    StatEntry,
+    Store,
+)
 
 
 def open_store(settings, create: bool = False) -> Store:  # type: ignore[no-untyped-def]
@@ -13,12 +26,6 @@ def open_store(settings, create: bool = False) -> Store:  # type: ignore[no-unty
 
 
 __all__ = [
-    "ChunkHit",
-    "ChunkRecord",
-    "ManifestEntry",
-    "NewRevision",
-    "Revision",
-    "StatEntry",
-    "Store",
-    "open_store",
-]
+    "ChunkHit", "ChunkRecord", "ContentBundle", "DriftEntry", "DriftEvent", "FactHit", "FactRecord",
+    "ManifestEntry", "NewRevision", "Revision", "StatEntry", "Store", "open_store",
+]  # fmt: skip

@@ -64,6 +64,88 @@ class ChunkRecord:
 
 
 @dataclass(frozen=True)
+class FactRecord:
+    """One fact of a content: a definition (def), a reference (ref) or an import."""
+
+    kind: str  # def | ref | import
+    name: str
+    def_kind: str | None  # function, class, … for defs; None otherwise
+    container: str | None
+    line: int
+    start_line: int
+    end_line: int
+    signature: str | None  # the name line of a def; the module of an import
+    is_call: bool = False
+    body_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class ContentBundle:
+    """Everything stored for one new content: its chunks and facts."""
+
+    key: tuple[str, str, str]  # (sha256, language, chunker)
+    chunks: list[ChunkRecord]
+    facts: list[FactRecord]
+    facts_status: str  # supported | partial | unsupported
+
+
+@dataclass(frozen=True)
+class FactHit:
+    """A fact at one path of a revision."""
+
+    fact_kind: str
+    name: str
+    kind: str | None
+    path: str
+    line: int
+    start_line: int
+    end_line: int
+    container: str | None
+    signature: str | None
+    is_call: bool
+    body_hash: str | None
+
+
+@dataclass(frozen=True)
+class DriftEvent:
+    """A change of one file against a revision, as detected by the guard, the indexer, git or a caller."""
+
+    rev: str
+    change: str  # create | modify | delete
+    path: str
+    detected_by: str  # guard | index | git | explicit
+    old_sha256: str | None
+    new_sha256: str | None
+    old_content_id: int | None = None
+
+
+@dataclass(frozen=True)
+class DriftEntry:
+    """A ledger row (DESIGN §6); closed_by is set once archived."""
+
+    entry_id: int
+    rev: str
+    change: str
+    path: str
+    detected_by: str
+    detected_at: str
+    old_sha256: str | None
+    new_sha256: str | None
+    affected_nodes: list[int]
+    affected_symbols: list[dict[str, object]]
+    dedupe_key: str
+    closed_by: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        from dataclasses import asdict
+
+        out = asdict(self)
+        if self.closed_by is None:
+            del out["closed_by"]
+        return out
+
+
+@dataclass(frozen=True)
 class ChunkHit:
     """A stored chunk at one path of a revision, with a retriever's score."""
 
@@ -85,6 +167,7 @@ class NewRevision:
     git_head: str | None
     git_branch: str | None
     manifest: list[ManifestEntry]
+    events: list[DriftEvent] = field(default_factory=list)
 
 
 class Store(Protocol):
@@ -103,5 +186,19 @@ class Store(Protocol):
     def commit_revision(self, new: NewRevision) -> Revision: ...
     def count_chunks(self, rev_no: int) -> int: ...
     def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]: ...
+    def chunks_of(self, rev_no: int, path: str) -> list[ChunkHit]: ...
+    def find_facts(
+        self,
+        rev_no: int,
+        fact_kind: str,
+        name: str | None = None,
+        path: str | None = None,
+        exact: bool = True,
+        limit: int = 1000,
+    ) -> list[FactHit]: ...
+    def facts_status(self, rev_no: int, path: str) -> str | None: ...
+    def register_drift(self, events: list[DriftEvent]) -> int: ...
+    def open_entries(self, rev: str | None = None) -> list[DriftEntry]: ...
+    def archived_entries(self, closed_by: list[str]) -> list[DriftEntry]: ...
     def gc(self, keep: int) -> dict[str, int]: ...
     def close(self) -> None: ...

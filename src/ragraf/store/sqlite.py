@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ragraf.errors import IndexCorruptError, IndexMissingError
-from ragraf.store.base import ChunkHit, ChunkRecord, ManifestEntry, NewRevision, Revision, StatEntry
+from ragraf.store.base import (
+    ChunkHit,
+    ContentBundle,
+    DriftEntry,
+    DriftEvent,
+    FactHit,
+    ManifestEntry,
+    NewRevision,
+    Revision,
+    StatEntry,
+)
 from ragraf.store.sqlite_migrations import APPLICATION_ID, MIGRATIONS
 
+_LEDGER_COLUMNS = (
+    "entry_id, rev, change, path, detected_by, detected_at, old_sha256, new_sha256, affected_nodes, "
+    "affected_symbols, dedupe_key"
+)
 _REVISION_COLUMNS = "rev_no, rev, corpus_hash, created_at, index_version, git_head, git_branch, files, chunks"
 ContentKey = tuple[str, str, str]  # (sha256, language, chunker)
 
@@ -130,6 +146,16 @@ class SqliteStore:
                 "INSERT INTO manifest (rev_no, path, sha256, content_id, size) VALUES (?, ?, ?, ?, ?)",
                 [(nxt, e.path, e.sha256, e.content_id, e.size) for e in new.manifest],
             )
+            # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
+            self._insert_drift(db, new.events)
+            closer = f"rev-{nxt:04d}"
+            db.execute(
+                "INSERT OR IGNORE INTO drift_archive (entry_id, rev, change, path, detected_by, detected_at, "
+                "old_sha256, new_sha256, affected_nodes, affected_symbols, dedupe_key, closed_by, archived_at) "
+                f"SELECT {_LEDGER_COLUMNS}, ?, ? FROM drift_ledger",
+                (closer, created),
+            )
+            db.execute("DELETE FROM drift_ledger")
         rev = self.revision(f"rev-{nxt:04d}")
         assert rev is not None
         return rev
@@ -147,11 +173,12 @@ class SqliteStore:
                 found[(sha, language, chunker)] = row[0]
         return found
 
-    def add_contents(self, items: list[tuple[ContentKey, list[ChunkRecord]]]) -> dict[ContentKey, int]:
-        """Store chunks for new contents in one transaction (orphans until a revision names them)."""
+    def add_contents(self, items: list[ContentBundle]) -> dict[ContentKey, int]:
+        """Store chunks and facts of new contents in one transaction (orphans until a revision names them)."""
         ids: dict[ContentKey, int] = {}
         with self.transaction() as db:
-            for key, chunks in items:
+            for item in items:
+                key = item.key
                 row = db.execute(
                     "SELECT id FROM contents WHERE sha256 = ? AND language = ? AND chunker = ?", key
                 ).fetchone()
@@ -159,20 +186,42 @@ class SqliteStore:
                     ids[key] = row[0]
                     continue
                 cur = db.execute(
-                    "INSERT INTO contents (sha256, language, chunker, n_chunks) VALUES (?, ?, ?, ?)",
-                    (*key, len(chunks)),
+                    "INSERT INTO contents (sha256, language, chunker, n_chunks, facts_status) VALUES (?, ?, ?, ?, ?)",
+                    (*key, len(item.chunks), item.facts_status),
                 )
                 content_id = int(cur.lastrowid or 0)
                 ids[key] = content_id
-                for c in chunks:
+                for c in item.chunks:
                     cur = db.execute(
-                        "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
                         (content_id, c.ord, c.start_line, c.end_line, c.symbol, c.text),
                     )
                     db.execute(
                         "INSERT INTO chunks_fts (rowid, body, symbol) VALUES (?, ?, ?)",
                         (cur.lastrowid, c.index_text, c.symbol or ""),
                     )
+                db.executemany(
+                    "INSERT INTO facts (content_id, kind, name, name_lower, def_kind, container, line, start_line, "
+                    "end_line, signature, is_call, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            content_id,
+                            f.kind,
+                            f.name,
+                            f.name.lower(),
+                            f.def_kind,
+                            f.container,
+                            f.line,
+                            f.start_line,
+                            f.end_line,
+                            f.signature,
+                            int(f.is_call),
+                            f.body_hash,
+                        )
+                        for f in item.facts
+                    ],
+                )
         return ids
 
     def count_chunks(self, rev_no: int) -> int:
@@ -200,6 +249,128 @@ class SqliteStore:
             (match, limit * 3 + 20, rev_no, limit),
         ).fetchall()
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
+
+    # facts ---------------------------------------------------------------------------------
+
+    def find_facts(
+        self,
+        rev_no: int,
+        fact_kind: str,
+        name: str | None = None,
+        path: str | None = None,
+        exact: bool = True,
+        limit: int = 1000,
+    ) -> list[FactHit]:
+        """Facts of one kind in a revision, by name (exact or case-insensitive) and/or path."""
+        where = ["m.rev_no = ?", "f.kind = ?"]
+        args: list[object] = [rev_no, fact_kind]
+        if name is not None:
+            where.append("f.name_lower = ?")
+            args.append(name.lower())
+            if exact:
+                where.append("f.name = ?")
+                args.append(name)
+        if path is not None:
+            where.append("m.path = ?")
+            args.append(path)
+        rows = self.db.execute(
+            "SELECT f.kind, f.name, f.def_kind, m.path, f.line, f.start_line, f.end_line, f.container, f.signature, "
+            "f.is_call, f.body_hash FROM facts f JOIN manifest m ON m.content_id = f.content_id "
+            f"WHERE {' AND '.join(where)} ORDER BY m.path, f.line LIMIT ?",
+            (*args, limit),
+        ).fetchall()
+        return [
+            FactHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10]) for r in rows
+        ]
+
+    def facts_status(self, rev_no: int, path: str) -> str | None:
+        row = self.db.execute(
+            "SELECT c.facts_status FROM manifest m JOIN contents c ON c.id = m.content_id "
+            "WHERE m.rev_no = ? AND m.path = ?",
+            (rev_no, path),
+        ).fetchone()
+        return row[0] if row else None
+
+    # drift ledger ----------------------------------------------------------------------------
+
+    def register_drift(self, events: list[DriftEvent]) -> int:
+        """Append events to the ledger; an event registered twice adds nothing. Returns entries added."""
+        if not events:
+            return 0
+        keys = [dedupe_key(e) for e in events]
+        known = set()
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            known.update(
+                r[0]
+                for r in self.db.execute(
+                    f"SELECT dedupe_key FROM drift_ledger WHERE dedupe_key IN ({','.join('?' * len(part))})",
+                    part,
+                )
+            )
+        fresh = [e for e, k in zip(events, keys, strict=True) if k not in known]
+        if not fresh:
+            return 0
+        with self.transaction() as db:
+            return self._insert_drift(db, fresh)
+
+    def _insert_drift(self, db: sqlite3.Connection, events: list[DriftEvent]) -> int:
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        added = 0
+        for e in events:
+            nodes: list[int] = []
+            symbols: list[dict[str, object]] = []
+            if e.old_content_id is not None:
+                nodes = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT id FROM chunks WHERE content_id = ? ORDER BY ord", (e.old_content_id,)
+                    )
+                ]
+                symbols = [
+                    {"name": f"{r[1]}.{r[0]}" if r[1] else r[0], "kind": r[2], "line": r[3]}
+                    for r in db.execute(
+                        "SELECT name, container, def_kind, line FROM facts WHERE content_id = ? AND kind = 'def' "
+                        "ORDER BY line",
+                        (e.old_content_id,),
+                    )
+                ]
+            cur = db.execute(
+                "INSERT OR IGNORE INTO drift_ledger (rev, change, path, detected_by, detected_at, old_sha256, "
+                "new_sha256, affected_nodes, affected_symbols, dedupe_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    e.rev,
+                    e.change,
+                    e.path,
+                    e.detected_by,
+                    now,
+                    e.old_sha256,
+                    e.new_sha256,
+                    json.dumps(nodes),
+                    json.dumps(symbols),
+                    dedupe_key(e),
+                ),
+            )
+            added += cur.rowcount
+        return added
+
+    def open_entries(self, rev: str | None = None) -> list[DriftEntry]:
+        sql = (
+            f"SELECT {_LEDGER_COLUMNS} FROM drift_ledger"
+            + (" WHERE rev = ?" if rev else "")
+            + " ORDER BY entry_id"
+        )
+        return [_entry(r) for r in self.db.execute(sql, (rev,) if rev else ())]
+
+    def archived_entries(self, closed_by: list[str]) -> list[DriftEntry]:
+        if not closed_by:
+            return []
+        rows = self.db.execute(
+            f"SELECT {_LEDGER_COLUMNS}, closed_by FROM drift_archive "
+            f"WHERE closed_by IN ({','.join('?' * len(closed_by))}) ORDER BY entry_id",
+            closed_by,
+        ).fetchall()
+        return [_entry(r) for r in rows]
 
     # stat cache ----------------------------------------------------------------------------
 
@@ -251,6 +422,7 @@ class SqliteStore:
                 ]
                 db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in chunk_ids])
                 db.execute("DELETE FROM chunks WHERE content_id = ?", (content_id,))
+                db.execute("DELETE FROM facts WHERE content_id = ?", (content_id,))
                 db.execute("DELETE FROM contents WHERE id = ?", (content_id,))
                 removed_chunks += len(chunk_ids)
         return {
@@ -261,6 +433,30 @@ class SqliteStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def dedupe_key(e: DriftEvent) -> str:
+    """One key per (revision, path, change, old content, new content): who saw it does not matter."""
+    raw = f"{e.rev}\0{e.path}\0{e.change}\0{e.old_sha256 or ''}\0{e.new_sha256 or ''}"
+    return hashlib.sha1(raw.encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
+def _entry(row: tuple) -> DriftEntry:  # type: ignore[type-arg]
+    closed = row[11] if len(row) > 11 else None
+    return DriftEntry(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        json.loads(row[8]),
+        json.loads(row[9]),
+        row[10],
+        closed,
+    )
 
 
 def _statements(script: str) -> list[str]:

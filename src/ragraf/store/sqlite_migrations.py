@@ -59,4 +59,53 @@ MIGRATIONS: list[str] = [
         checked_ns INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 2: code facts per content, the drift ledger and its archive.
+    """
+    ALTER TABLE contents ADD COLUMN facts_status TEXT NOT NULL DEFAULT 'none';
+    CREATE TABLE facts (
+        content_id INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        name_lower TEXT NOT NULL,
+        def_kind TEXT,
+        container TEXT,
+        line INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        signature TEXT,
+        is_call INTEGER NOT NULL DEFAULT 0,
+        body_hash TEXT
+    );
+    CREATE INDEX facts_by_name ON facts (name_lower, kind);
+    CREATE INDEX facts_by_content ON facts (content_id, kind);
+    CREATE TABLE drift_ledger (
+        entry_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        rev TEXT NOT NULL,
+        change TEXT NOT NULL,
+        path TEXT NOT NULL,
+        detected_by TEXT NOT NULL,
+        detected_at TEXT NOT NULL,
+        old_sha256 TEXT,
+        new_sha256 TEXT,
+        affected_nodes TEXT NOT NULL,
+        affected_symbols TEXT NOT NULL,
+        dedupe_key TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE drift_archive (
+        entry_id INTEGER PRIMARY KEY,
+        rev TEXT NOT NULL,
+        change TEXT NOT NULL,
+        path TEXT NOT NULL,
+        detected_by TEXT NOT NULL,
+        detected_at TEXT NOT NULL,
+        old_sha256 TEXT,
+        new_sha256 TEXT,
+        affected_nodes TEXT NOT NULL,
+        affected_symbols TEXT NOT NULL,
+        dedupe_key TEXT NOT NULL UNIQUE,
+        closed_by TEXT NOT NULL,
+        archived_at TEXT NOT NULL
+    );
+    CREATE INDEX drift_archive_by_closer ON drift_archive (closed_by);
+    """,
 ]

@@ -1,0 +1,90 @@
+"""Live read: a file's current lines, confined to the root, compared with the indexed revision."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ragraf.corpus.extract import decode, sha256_text, strip_front_matter
+from ragraf.corpus.rules import is_secret
+from ragraf.errors import PathOutsideRootError, UsageError
+
+MAX_READ_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LiveText:
+    path: str  # normalised, relative to the root
+    lines: list[str]
+    sha256: str
+
+
+def parse_spec(spec: str) -> tuple[str, int | None, int | None]:
+    """'src/a.py:10-20' -> ('src/a.py', 10, 20); 'src/a.py:7' -> (…, 7, 7); no range -> Nones."""
+    path, sep, rng = spec.rpartition(":")
+    if not sep or not rng or not all(part.isdigit() for part in rng.split("-", 1)):
+        return spec, None, None
+    start, _, end = rng.partition("-")
+    return path, int(start), int(end or start)
+
+
+def confine(root: Path, path: str) -> tuple[str, Path]:
+    """The relative posix path and real location of `path`, refusing anything that leaves the root."""
+    if not path or "\0" in path:
+        raise PathOutsideRootError(
+            "the path is empty or contains a NUL byte", suggest="pass a path inside the root"
+        )
+    if os.path.isabs(path) or path.startswith("~"):
+        raise PathOutsideRootError(
+            f"{path!r} is absolute; only paths inside the root can be read",
+            suggest="pass a path relative to the root",
+        )
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    if ".." in parts:
+        raise PathOutsideRootError(
+            f"{path!r} climbs out of the root with ..", suggest="pass a path inside the root"
+        )
+    rel = "/".join(p for p in parts if p not in ("", "."))
+    real_root = root.resolve()
+    target = (real_root / rel).resolve()
+    if target != real_root and real_root not in target.parents:
+        raise PathOutsideRootError(
+            f"{path!r} leads outside the root (through a symlink)",
+            suggest="read the file at its real place inside the root",
+        )
+    if is_secret(rel) or is_secret(target.relative_to(real_root).as_posix()):
+        raise PathOutsideRootError(
+            f"{path!r} looks like a secret; ragraf never returns secrets",
+            suggest="open it yourself if you really need it",
+        )
+    return rel, target
+
+
+def read_live(root: Path, path: str) -> LiveText:
+    """The current text of a regular file inside the root (normalised as the indexer sees it)."""
+    rel, target = confine(root, path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        raise UsageError(
+            f"{rel} does not exist", suggest="check the path (ragraf status lists deleted files)"
+        ) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{rel} is not a regular file", suggest="read a file, not a folder or device")
+    if st.st_size > MAX_READ_BYTES:
+        raise UsageError(
+            f"{rel} is {st.st_size} bytes, over the {MAX_READ_BYTES} byte read limit",
+            suggest="read a line range with PATH:START-END",
+        )
+    with open(target, "rb") as fh:
+        data = fh.read(MAX_READ_BYTES + 1)
+    if b"\0" in data[:8192]:
+        raise UsageError(f"{rel} is binary", suggest="ragraf reads text files only")
+    text = decode(data)
+    if rel.lower().endswith((".md", ".markdown", ".mdx")):
+        hashed = sha256_text(strip_front_matter(text))
+    else:
+        hashed = sha256_text(text)
+    return LiveText(rel, text.split("\n"), hashed)
