@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from ragraf.errors import IndexCorruptError, IndexMissingError
 from ragraf.store.base import (
     ChunkHit,
@@ -44,6 +46,7 @@ class SqliteStore:
 
     def __init__(self, path: Path, create: bool = False) -> None:
         self.path = path
+        self._vector_cache: tuple[tuple[int, str, int], np.ndarray, np.ndarray] | None = None
         if not path.exists() and not create:
             raise IndexMissingError(
                 f"no index yet for this folder (looked for {path})", suggest="run `ragraf index` first"
@@ -372,6 +375,77 @@ class SqliteStore:
         ).fetchall()
         return [_entry(r) for r in rows]
 
+    # vectors -------------------------------------------------------------------------------
+
+    def chunks_missing_vectors(self, rev_no: int, model: str, limit: int) -> list[ChunkHit]:
+        """Chunks of a revision that have no vector for model yet (each chunk once, whatever its paths)."""
+        rows = self.db.execute(
+            "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.model = ? AND v.chunk_id = c.id) GROUP BY c.id ORDER BY c.id LIMIT ?",
+            (rev_no, model, limit),
+        ).fetchall()
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in rows]
+
+    def add_vectors(self, model: str, items: list[tuple[int, bytes]], dim: int) -> None:
+        if not items:
+            return
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors (chunk_id, model, dim, vec) VALUES (?, ?, ?, ?)",
+                [(chunk_id, model, dim, blob) for chunk_id, blob in items],
+            )
+
+    def vector_coverage(self, rev_no: int, model: str) -> float:
+        row = self.db.execute(
+            "SELECT count(DISTINCT c.id), count(DISTINCT v.chunk_id) FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id "
+            "LEFT JOIN vectors v ON v.chunk_id = c.id AND v.model = ? WHERE m.rev_no = ?",
+            (model, rev_no),
+        ).fetchone()
+        total, covered = row
+        return 1.0 if not total else covered / total
+
+    def _matrix(self, rev_no: int, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, unit vectors) of a revision, cached while the revision and its coverage hold."""
+        count = self.db.execute(
+            "SELECT count(*) FROM vectors v WHERE v.model = ? AND v.chunk_id IN "
+            "(SELECT c.id FROM manifest m JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ?)",
+            (model, rev_no),
+        ).fetchone()[0]
+        key = (rev_no, model, count)
+        if self._vector_cache is not None and self._vector_cache[0] == key:
+            return self._vector_cache[1], self._vector_cache[2]
+        rows = self.db.execute(
+            "SELECT v.chunk_id, v.vec FROM vectors v WHERE v.model = ? AND v.dim = ? AND v.chunk_id IN "
+            "(SELECT c.id FROM manifest m JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ?) "
+            "ORDER BY v.chunk_id",
+            (model, dim, rev_no),
+        ).fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        self._vector_cache = (key, ids, matrix)
+        return ids, matrix
+
+    def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]:
+        """Cosine similarity (vectors are unit length) over the chunks of one revision."""
+        ids, matrix = self._matrix(rev_no, model, dim)
+        if not len(ids) or limit <= 0:
+            return []
+        scores = matrix @ np.frombuffer(query, dtype=np.float32)
+        top = np.argpartition(-scores, min(limit, len(ids) - 1))[:limit]
+        top = top[np.argsort(-scores[top])]
+        best = {int(ids[i]): float(scores[i]) for i in top}
+        marks = ",".join("?" * len(best))
+        rows = self.db.execute(
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM chunks c "
+            f"JOIN manifest m ON m.content_id = c.content_id AND m.rev_no = ? WHERE c.id IN ({marks})",
+            (rev_no, *best),
+        ).fetchall()
+        hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], best[r[0]], r[6]) for r in rows]
+        hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+        return hits
+
     # stat cache ----------------------------------------------------------------------------
 
     def stat_cache(self) -> dict[str, StatEntry]:
@@ -423,6 +497,7 @@ class SqliteStore:
                 db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in chunk_ids])
                 db.execute("DELETE FROM chunks WHERE content_id = ?", (content_id,))
                 db.execute("DELETE FROM facts WHERE content_id = ?", (content_id,))
+                db.executemany("DELETE FROM vectors WHERE chunk_id = ?", [(i,) for i in chunk_ids])
                 db.execute("DELETE FROM contents WHERE id = ?", (content_id,))
                 removed_chunks += len(chunk_ids)
         return {

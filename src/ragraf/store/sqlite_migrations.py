@@ -108,4 +108,15 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX drift_archive_by_closer ON drift_archive (closed_by);
     """,
+    # 3: embedding vectors per (chunk, model).
+    """
+    CREATE TABLE vectors (
+        chunk_id INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vec BLOB NOT NULL,
+        PRIMARY KEY (model, chunk_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX vectors_by_chunk ON vectors (chunk_id);
+    """,
 ]
