@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +39,24 @@ def _read_spec(path: Path) -> GitIgnoreSpec | None:
     return GitIgnoreSpec.from_lines(lines) if lines else None
 
 
+# Roots known not to be git work trees (or ignored by theirs), and when that was last checked: the
+# answer rarely changes, and asking git costs two process spawns per query.
+_WALKED: dict[Path, float] = {}
+_WALK_RECHECK_S = 30.0
+
+
 def _git_paths(root: Path) -> list[str] | None:
     """Tracked plus untracked-not-ignored paths under root, or None when root is not in a work tree."""
+    checked = _WALKED.get(root)
+    if checked is not None and time.monotonic() - checked < _WALK_RECHECK_S:
+        return None
+    paths = _ask_git(root)
+    if paths is None:
+        _WALKED[root] = time.monotonic()
+    return paths
+
+
+def _ask_git(root: Path) -> list[str] | None:
     try:
         out = subprocess.run(
             [
@@ -61,8 +78,13 @@ def _git_paths(root: Path) -> list[str] | None:
         return None
     if out.returncode != 0:
         return None
-    paths = out.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-    return sorted({p for p in paths if p})
+    paths = sorted({p for p in out.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p})
+    if not paths:
+        # A folder git ignores (a vendored or downloaded tree inside a repository) is walked instead.
+        ignored = subprocess.run(["git", "check-ignore", "-q", "."], cwd=root, capture_output=True, check=False)
+        if ignored.returncode == 0:
+            return None
+    return paths
 
 
 def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from pathlib import PurePosixPath
+import re
 
 EXCLUDED_DIRS = frozenset(
     {
@@ -175,23 +175,25 @@ BINARY_EXTENSIONS = frozenset(
 )
 
 
+_SECRET_NAME = re.compile("|".join(fnmatch.translate(p) for p in SECRET_PATTERNS))
+
+
 def is_secret(path: str) -> bool:
     """Secrets never enter the index, whatever the ignore files say."""
-    p = PurePosixPath(path)
-    name = p.name
-    if any(fnmatch.fnmatchcase(name, pat) for pat in SECRET_PATTERNS):
+    parts = path.split("/")
+    name = parts[-1]
+    if _SECRET_NAME.match(name):
         return True
-    parents = p.parts[:-1]
-    return any(d in SECRET_DIR_FILES and fnmatch.fnmatchcase(name, SECRET_DIR_FILES[d]) for d in parents)
+    return any(d in SECRET_DIR_FILES and fnmatch.fnmatchcase(name, SECRET_DIR_FILES[d]) for d in parts[:-1])
 
 
 def excluded_reason(path: str) -> str | None:
     """Why a relative posix path is excluded by the default rules, or None."""
-    p = PurePosixPath(path)
-    for part in p.parts[:-1]:
+    parts = path.split("/")
+    for part in parts[:-1]:
         if part in EXCLUDED_DIRS or part.endswith(".egg-info"):
             return f"excluded folder {part}/"
-    name = p.name
+    name = parts[-1]
     if is_secret(path):
         return "secret"
     if name in LOCK_FILES or name.endswith(".lock"):
@@ -199,6 +201,7 @@ def excluded_reason(path: str) -> str | None:
     lowered = name.lower()
     if ".min." in lowered or ".bundle." in lowered or lowered.endswith((".map", "-min.js")):
         return "minified or bundled"
-    if p.suffix.lower() in BINARY_EXTENSIONS or name in BINARY_EXTENSIONS:
+    dot = lowered.rfind(".")
+    if (dot > 0 and lowered[dot:] in BINARY_EXTENSIONS) or name in BINARY_EXTENSIONS:
         return "binary"
     return None

@@ -87,7 +87,7 @@ def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     manifest = store.manifest(rev.rev_no)
     drift = compute_drift(settings, manifest, store.stat_cache())
     if not drift:
-        return GuardResult(drift, len(store.open_entries(rev.rev)), 0)
+        return GuardResult(drift, store.open_summary(rev.rev, [])[0], 0)
     new_sha = dict(drift.new_sha)
     events = []
     for path in drift.created:
@@ -100,8 +100,5 @@ def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
         events.append(DriftEvent(rev.rev, "delete", path, "guard", old.sha256, None, old.content_id))
     with contextlib.suppress(sqlite3.OperationalError):
         store.register_drift(events)  # a read-only or busy index still answers, marked
-    entries = store.open_entries(rev.rev)
-    drifted = drift.paths
-    per_path = {e.path: len(e.affected_symbols) for e in entries if e.path in drifted}
-    symbols = sum(per_path.values())
-    return GuardResult(drift, len(entries), symbols)
+    entries, symbols = store.open_summary(rev.rev, sorted(drift.paths))
+    return GuardResult(drift, entries, symbols)

@@ -365,6 +365,19 @@ class SqliteStore:
         )
         return [_entry(r) for r in self.db.execute(sql, (rev,) if rev else ())]
 
+    def open_summary(self, rev: str, paths: list[str]) -> tuple[int, int]:
+        """(open entries of rev, affected symbols of the latest entry of each given path)."""
+        count = self.db.execute("SELECT count(*) FROM drift_ledger WHERE rev = ?", (rev,)).fetchone()[0]
+        symbols = 0
+        for path in paths:
+            row = self.db.execute(
+                "SELECT json_array_length(affected_symbols) FROM drift_ledger WHERE rev = ? AND path = ? "
+                "ORDER BY entry_id DESC LIMIT 1",
+                (rev, path),
+            ).fetchone()
+            symbols += row[0] if row else 0
+        return count, symbols
+
     def archived_entries(self, closed_by: list[str]) -> list[DriftEntry]:
         if not closed_by:
             return []
