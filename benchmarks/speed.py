@@ -270,6 +270,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             log(f"lexical search over {len(nl) + len(ident)} queries ...")
             idx.close()
             idx = Index.open(root, embedder="none", home=str(home))  # a reader, as a fresh agent would have
+            if hasattr(idx, "status"):  # every read op starts with the freshness guard: show its share
+                guard = [timed(idx.status)[0] * 1000 for _ in range(args.repeat)]
+                figures.append(Figure("status_ms", "status (the freshness guard alone)",
+                                      statistics.median(guard), "ms"))
             lat_nl = search_latencies(idx, nl, "lexical", args.repeat)
             lat_id = search_latencies(idx, ident, "lexical", args.repeat)
             lat = lat_nl + lat_id
@@ -312,6 +316,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             shutil.rmtree(work, ignore_errors=True)
     return {
         "corpus": str(source), "cpus": os.cpu_count(), "repeat": args.repeat,
+        "loadavg": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "figures": [f.to_dict() for f in figures], "notes": notes,
         "_figures": figures,
     }
@@ -327,7 +332,9 @@ def _count(value: object) -> object:
 def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
     """Print the table with targets next to figures."""
     figures: list[Figure] = summary["_figures"]
-    print(f"ragraf speed on {summary['corpus']} ({summary['cpus']} CPUs, median of {summary['repeat']})", file=out)
+    load = summary.get("loadavg")
+    print(f"ragraf speed on {summary['corpus']} ({summary['cpus']} CPUs, median of {summary['repeat']}"
+          + (f", load average {load[0]:.1f} at the end" if load else "") + ")", file=out)
     print(f"  {'measure':<46} {'figure':>18}  {'target':<10} {'':4}", file=out)
     i = 0
     while i < len(figures):
@@ -338,7 +345,7 @@ def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
             i += 2
         else:
             fig = f"{f.value:.0f} {f.unit}" if f.unit == "files/s" else (
-                f"{f.value:.2f} {f.unit}" if f.unit == "s" else f"{f.value:.1f} {f.unit}")
+                f"{f.value:.3f} {f.unit}" if f.unit == "s" else f"{f.value:.1f} {f.unit}")
             i += 1
         tgt = f"{TARGETS[f.target][0]} {TARGETS[f.target][1]:g}" if f.target else ""
         print(f"  {f.label:<46} {fig:>18}  {tgt:<10} {f.verdict():4}", file=out)
