@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ragraf.search.rank import Candidate, apply_rules, merge_and_cap
+from ragraf.facts.lookup import rank_definitions
+from ragraf.search.rank import Candidate, QueryInfo, apply_rules, enabled, merge_and_cap
 from ragraf.store import ChunkHit, Store
-from ragraf.tokens import fts_match, query_terms
+from ragraf.tokens import STOPWORDS, fts_match, query_terms, split_identifier
+
+_CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 RRF_K = 60
 
@@ -38,6 +42,50 @@ def rrf(*ranked: list[ChunkHit]) -> list[Candidate]:
     return [Candidate(hits[key], s) for key, s in scores.items()]
 
 
+def code_names(query: str) -> list[str]:
+    """Words of a query that name code: compound identifiers, or the single word of a short query."""
+    words = _CODE_NAME.findall(query[:20_000])
+    content = [w for w in words if w.lower() not in STOPWORDS]
+    names = [w for w in content if len(split_identifier(w)) > 1 or (w[0].isupper() and len(content) <= 3)]
+    if len(content) == 1 and len(content[0]) > 2:
+        names.append(content[0])
+    return list(dict.fromkeys(names))[:5]
+
+
+def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Candidate]) -> list[Candidate]:
+    """A query naming a symbol gets its definition first; a question mentioning one gets a nudge."""
+    names = code_names(query)
+    if not names:
+        return candidates
+    content = [w for w in _CODE_NAME.findall(query[:20_000]) if w.lower() not in STOPWORDS]
+    symbol_query = len(content) <= 3
+    top = max((c.score for c in candidates), default=1.0) or 1.0
+    by_key = {(c.hit.path, c.hit.chunk_id): i for i, c in enumerate(candidates)}
+    out = list(candidates)
+    boosted: set[int] = set()
+    for name in names:
+        found = store.find_facts(rev_no, "def", name=name, exact=False, limit=50)
+        defs = [d for d in rank_definitions(found) if d.kind != "heading"][:3]
+        for rank, d in enumerate(defs):
+            chunk = next((c for c in store.chunks_of(rev_no, d.path) if c.start_line <= d.line <= c.end_line), None)
+            if chunk is None:
+                continue
+            i = by_key.get((d.path, chunk.chunk_id))
+            if symbol_query:
+                # The defining chunk leads, in the order definitions rank (code before tests, shallow first).
+                weight = top * (1.5 - 0.1 * rank)
+                if i is None:
+                    by_key[(d.path, chunk.chunk_id)] = len(out)
+                    out.append(Candidate(chunk, weight))
+                elif i not in boosted:
+                    out[i] = Candidate(out[i].hit, weight)
+            elif i is not None and i not in boosted:
+                out[i] = Candidate(out[i].hit, out[i].score * 1.3)
+            if i is not None:
+                boosted.add(i)
+    return out
+
+
 def run_search(
     store: Store,
     rev_no: int,
@@ -59,5 +107,7 @@ def run_search(
         candidates = [Candidate(h, h.score / top) for h in lexical]
     else:
         candidates = rrf(lexical, vector)
-    ranked = apply_rules(query, candidates, rules)
+    if enabled(rules, "definition_boost"):
+        candidates = boost_definitions(store, rev_no, query, candidates)
+    ranked = apply_rules(QueryInfo.of(query), candidates, rules)
     return SearchOutcome(merge_and_cap(ranked, k, per_file=2, rules=rules), notes)

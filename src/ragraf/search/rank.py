@@ -2,24 +2,62 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
 
-from ragraf.languages import is_test_path
+from ragraf.languages import DOC_LANGUAGES, is_test_path, language_of
 from ragraf.store import ChunkHit
-from ragraf.tokens import split_identifier
+from ragraf.tokens import STOPWORDS, split_identifier
 
-RULES = ("symbol_match", "path_match", "test_penalty", "file_cap", "merge_adjacent")
-_TEST_QUERY = re.compile(
-    r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I
-)
+RULES = (
+    "definition_boost", "symbol_match", "path_match", "test_penalty", "doc_penalty", "file_cap", "merge_adjacent",
+)  # fmt: skip
+_TEST_QUERY = re.compile(r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I)
+_DOC_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelog|markdown|explain(ed)?)\b", re.I)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
 
 @dataclass(frozen=True)
 class Candidate:
     hit: ChunkHit
     score: float
+
+
+@functools.lru_cache(maxsize=100_000)
+def stem(word: str) -> str:
+    """A light suffix stripper: routes/routing/router -> rout, dependencies -> dependency."""
+    w = word.lower()
+    for suffix in _SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+    return w
+
+
+@functools.lru_cache(maxsize=100_000)
+def path_stems(path: str) -> frozenset[str]:
+    """Stems of every part of a path: folders and file stem, split as identifiers."""
+    words = re.split(r"[/\\.\-]+", path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path)
+    return frozenset(stem(p) for w in words for p in (split_identifier(w) or (w,)) if p)
+
+
+@dataclass(frozen=True)
+class QueryInfo:
+    """What the rules need to know about a query, computed once."""
+
+    identifiers: frozenset[str]  # lower-case words of the query that look like code names
+    stems: frozenset[str]  # stems of the content words
+    wants_tests: bool
+    wants_docs: bool
+
+    @classmethod
+    def of(cls, query: str) -> QueryInfo:
+        words = _WORD.findall(query[:20_000])
+        identifiers = frozenset(w.lower() for w in words if len(w) > 2)
+        parts = [p for w in words for p in (split_identifier(w) or (w.lower(),))]
+        stems = frozenset(stem(p) for p in parts if len(p) > 2 and p not in STOPWORDS)
+        return cls(identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)))
 
 
 def enabled(rules: dict[str, bool] | None, name: str) -> bool:
@@ -30,36 +68,28 @@ def asks_about_tests(query: str) -> bool:
     return bool(_TEST_QUERY.search(query))
 
 
-def _query_identifiers(query: str) -> set[str]:
-    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)
-    return {w.lower() for w in words if len(w) > 2}
+def _symbol_matches(symbol: str | None, q: QueryInfo) -> bool:
+    if not symbol:
+        return False
+    last = symbol.rsplit(".", 1)[-1].lower()
+    return last in q.identifiers or last.replace("_", "") in q.identifiers
 
 
-def apply_rules(
-    query: str, candidates: list[Candidate], rules: dict[str, bool] | None = None
-) -> list[Candidate]:
-    """Boost exact symbol and path-name matches, demote tests unless asked for; returns best first."""
-    idents = _query_identifiers(query)
-    joined = {i.replace("_", "") for i in idents}
-    wants_tests = asks_about_tests(query)
+def apply_rules(q: QueryInfo, candidates: list[Candidate], rules: dict[str, bool] | None = None) -> list[Candidate]:
+    """Boost symbol and path-name matches, demote tests and docs unless asked for; best first."""
     out = []
     for cand in candidates:
         score = cand.score
         hit = cand.hit
-        if enabled(rules, "symbol_match") and hit.symbol:
-            last = hit.symbol.rsplit(".", 1)[-1].lower()
-            if last in idents or last.replace("_", "") in joined:
-                score *= 1.5
-        if enabled(rules, "path_match"):
-            stem = PurePosixPath(hit.path).stem.lower()
-            if (
-                stem in idents
-                or stem.replace("_", "") in joined
-                or (len(split_identifier(stem)) > 1 and all(p in idents for p in split_identifier(stem)))
-            ):
-                score *= 1.25
-        if enabled(rules, "test_penalty") and not wants_tests and is_test_path(hit.path):
+        if enabled(rules, "symbol_match") and _symbol_matches(hit.symbol, q):
+            score *= 1.5
+        if enabled(rules, "path_match") and q.stems:
+            overlap = len(q.stems & path_stems(hit.path)) / len(q.stems)
+            score *= 1.0 + 0.6 * overlap
+        if enabled(rules, "test_penalty") and not q.wants_tests and is_test_path(hit.path):
             score *= 0.5
+        if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
+            score *= 0.6
         out.append(Candidate(hit, score))
     out.sort(key=lambda c: (-c.score, c.hit.path, c.hit.start_line))
     return out
@@ -99,5 +129,6 @@ def _merge(a: ChunkHit, b: ChunkHit) -> ChunkHit:
     first_lines = first.text.split("\n")
     second_lines = second.text.split("\n")
     overlap = first.end_line - second.start_line + 1
-    text = "\n".join(first_lines + second_lines[max(overlap, 0) :])
+    gap = [""] * max(0, second.start_line - first.end_line - 1)
+    text = "\n".join(first_lines + gap + second_lines[max(overlap, 0) :])
     return replace(first, end_line=second.end_line, text=text, symbol=first.symbol or second.symbol)
