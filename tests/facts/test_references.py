@@ -135,6 +135,19 @@ def test_calls_to_a_function_name_their_callers(language: str) -> None:
         assert r.name in lines[r.line - 1], r
 
 
+def test_jsx_components_are_references_to_their_definitions() -> None:
+    source = "import { Button } from './ui';\nexport const Page = () => (\n  <Layout>\n    <Button label={title} />\n  </Layout>\n);\n"
+    refs = {(r.name, r.line, r.container) for r in extract_facts(source, "tsx").references}
+    assert {("Layout", 3, "Page"), ("Button", 4, "Page")} <= refs
+
+
+def test_new_reference_builds_the_same_object_as_the_class() -> None:
+    from ragraf.facts.model import Reference, new_reference
+
+    fast, slow = new_reference("f", 3, "A.b", True), Reference("f", 3, "A.b", True)
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+
+
 def test_the_defining_name_is_not_a_reference_to_itself() -> None:
     source = "def resolve_host(h):\n    return resolve_host(h)\n"
     refs = [(r.name, r.line, r.is_call) for r in extract_facts(source, "python").references]

@@ -22,6 +22,7 @@ from .model import (
     FileFacts,
     Import,
     Reference,
+    new_reference,
     qualified_name,
     unsupported,
 )
@@ -304,46 +305,45 @@ def _references(
                 skip.add(start)
             # Error recovery inserts zero-width MISSING nodes.
             if name and name not in noise:
-                found.append((start, name, node.start_point[0] + 1, is_call))
+                found.append((start, name, node.start_point.row + 1, is_call))
     # Capture order is not document order, so sort before keeping the first use on each line.
     found.sort()
+    if len(found) > MAX_REFERENCES:
+        found = _capped(found)
     excluded = sorted((node.start_byte, node.end_byte) for node in captures.get("import", ()))
-    return _with_containers(_first_per_line(found, excluded), scopes)
+    return _sweep(found, scopes, excluded)
 
 
-def _first_per_line(found: list[_Raw], excluded: list[tuple[int, int]]) -> list[_Raw]:
-    """One reference per (name, line, is_call); past the cap, calls are kept first.
-
-    References inside `excluded` ranges (import statements, already recorded as imports) drop out.
-    """
-    seen: set[tuple[bytes, int, bool]] = set()
-    kept: list[_Raw] = []
-    gap, gaps = 0, len(excluded)
+def _capped(found: list[_Raw]) -> list[_Raw]:
+    """At most MAX_REFERENCES distinct references, calls first: they answer "who calls X"."""
+    distinct: dict[tuple[bytes, int, bool], _Raw] = {}
     for item in found:
-        while gap < gaps and excluded[gap][1] <= item[0]:
-            gap += 1
-        if gap < gaps and excluded[gap][0] <= item[0]:
-            continue
-        key = (item[1], item[2], item[3])
-        if key not in seen:
-            seen.add(key)
-            kept.append(item)
-    if len(kept) > MAX_REFERENCES:
-        # Calls answer "who calls X", so they survive the cap first.
-        calls = [item for item in kept if item[3]][:MAX_REFERENCES]
-        others = [item for item in kept if not item[3]][: MAX_REFERENCES - len(calls)]
-        kept = sorted(calls + others)
-    return kept
+        distinct.setdefault((item[1], item[2], item[3]), item)
+    calls = [item for item in distinct.values() if item[3]][:MAX_REFERENCES]
+    others = [item for item in distinct.values() if not item[3]][: MAX_REFERENCES - len(calls)]
+    return sorted(calls + others)
 
 
-def _with_containers(refs: list[_Raw], scopes: list[_Scope]) -> tuple[Reference, ...]:
-    """Attach the innermost enclosing definition to each reference, in one merged sweep."""
+def _sweep(found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]]) -> tuple[Reference, ...]:
+    """One pass over references in file order: drop repeats on a line and those inside `excluded`
+    ranges (import statements, recorded as imports), and attach the innermost container."""
     out: list[Reference] = []
+    seen: set[tuple[bytes, int, bool]] = set()
     stack: list[_Scope] = []
     index, count = 0, len(scopes)
     next_start = scopes[0][0] if scopes else -1
-    top_end, top = -1, None  # the innermost open scope's end and name, cached
-    for start, raw, line, is_call in refs:
+    top_end, top = _top(stack)  # the innermost open scope's end and name, cached
+    gap, gaps = 0, len(excluded)
+    for start, raw, line, is_call in found:
+        key = (raw, line, is_call)
+        if key in seen:
+            continue
+        if gaps:
+            while gap < gaps and excluded[gap][1] <= start:
+                gap += 1
+            if gap < gaps and excluded[gap][0] <= start:
+                continue
+        seen.add(key)
         if 0 <= next_start <= start:
             while index < count and scopes[index][0] <= start:
                 scope = scopes[index]
@@ -353,13 +353,13 @@ def _with_containers(refs: list[_Raw], scopes: list[_Scope]) -> tuple[Reference,
                 index += 1
             next_start = scopes[index][0] if index < count else -1
             top_end, top = _top(stack)
-        if top_end <= start and stack:
+        if top_end <= start:
             while stack and stack[-1][1] <= start:
                 stack.pop()
             top_end, top = _top(stack)
         name = raw.decode("utf-8", "replace")
         if "\n" not in name:
-            out.append(Reference(name, line, top, is_call))
+            out.append(new_reference(name, line, top, is_call))
     return tuple(out)
 
 

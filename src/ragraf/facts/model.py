@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 # Every kind a Definition may carry; rules map their languages' constructs onto these.
 DEFINITION_KINDS = frozenset({
@@ -53,6 +53,29 @@ class FileFacts:
     references: tuple[Reference, ...]
     imports: tuple[Import, ...]
     partial: bool
+
+
+def _slot_setters(cls: type) -> tuple:
+    return tuple(getattr(cls, f.name).__set__ for f in fields(cls))
+
+
+_SET_REFERENCE = _slot_setters(Reference)
+
+
+def new_reference(name: str, line: int, container: str | None, is_call: bool) -> Reference:
+    """Build a Reference at half the cost of calling the class.
+
+    A frozen dataclass's __init__ goes through object.__setattr__ once per field, and an index
+    run builds hundreds of thousands of references; writing the slots directly is the same
+    object (equal, same hash) without that detour.
+    """
+    reference = object.__new__(Reference)
+    set_name, set_line, set_container, set_is_call = _SET_REFERENCE
+    set_name(reference, name)
+    set_line(reference, line)
+    set_container(reference, container)
+    set_is_call(reference, is_call)
+    return reference
 
 
 def qualified_name(d: Definition) -> str:

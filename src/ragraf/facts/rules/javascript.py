@@ -8,7 +8,9 @@ from .base import LanguageRules, Named, constant_or_variable, text, unquote
 
 _FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 
-JS_QUERY = f"""
+# Bare identifiers (@name) only where a global name is commonly used: every identifier would
+# cost a fifth more time and yield mostly locals, which are filtered out anyway.
+_BASE_QUERY = f"""
 (function_declaration) @def.function
 (generator_function_declaration) @def.function
 (class_declaration) @def.class
@@ -26,7 +28,18 @@ JS_QUERY = f"""
 (new_expression constructor: (identifier) @call)
 (new_expression constructor: (member_expression property: (_) @call))
 (member_expression property: (property_identifier) @ref)
-(identifier) @name
+(member_expression object: (identifier) @name)
+(subscript_expression object: (identifier) @name)
+(arguments (identifier) @name)
+(assignment_expression right: (identifier) @name)
+(variable_declarator value: (identifier) @name)
+(return_statement (identifier) @name)
+(binary_expression (identifier) @name)
+(ternary_expression (identifier) @name)
+(array (identifier) @name)
+(pair value: (identifier) @name)
+(spread_element (identifier) @name)
+(template_substitution (identifier) @name)
 (import_statement) @import
 (export_statement source: (string)) @import
 (call_expression function: (identifier) @_require (#eq? @_require "require")
@@ -34,9 +47,19 @@ JS_QUERY = f"""
 (call_expression function: (import) arguments: (arguments . (string))) @import
 """
 
+# JSX components are references to the functions and classes that define them.
+_JSX_QUERY = """
+(jsx_opening_element name: (identifier) @name)
+(jsx_self_closing_element name: (identifier) @name)
+(jsx_expression (identifier) @name)
+"""
+
+JS_QUERY = _BASE_QUERY + _JSX_QUERY + "(class_heritage (identifier) @name)\n"
+
 TS_QUERY = (
-    JS_QUERY
+    _BASE_QUERY
     + """
+(extends_clause value: (identifier) @name)
 (abstract_class_declaration) @def.class
 (interface_declaration) @def.interface
 (type_alias_declaration) @def.type
@@ -121,5 +144,5 @@ def _rules(query: str) -> LanguageRules:
 RULES = {
     "javascript": _rules(JS_QUERY),
     "typescript": _rules(TS_QUERY),
-    "tsx": _rules(TS_QUERY),
+    "tsx": _rules(TS_QUERY + _JSX_QUERY),
 }
