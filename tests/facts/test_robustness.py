@@ -65,6 +65,25 @@ def test_threads_extracting_at_once_get_the_same_facts_as_one_thread() -> None:
     assert parallel == serial
 
 
+def test_a_failing_rule_hook_loses_one_definition_not_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from ragraf.facts import extract
+    from ragraf.facts.rules import rules_for
+
+    def broken_hook(node: object) -> list:
+        raise RuntimeError("a rule bug")
+
+    rules = rules_for("go")
+    assert rules is not None
+    monkeypatch.setattr(
+        extract, "rules_for", lambda _: replace(rules, names={"method_declaration": broken_hook})
+    )
+    facts = extract_facts("package p\nfunc (c *C) M() {}\nfunc F() { M() }\n", "go")
+    assert [d.name for d in facts.definitions] == ["F"]
+    assert [(r.name, r.container) for r in facts.references if r.is_call] == [("M", "F")]
+
+
 def test_a_language_without_rules_is_unsupported_and_empty() -> None:
     for language in ("text", "yaml", "klingon", ""):
         facts = extract_facts("key: value\n", language)

@@ -27,7 +27,7 @@ from .model import (
     unsupported,
 )
 from .rules import rules_for
-from .rules.base import SCOPE, LanguageRules, Named
+from .rules.base import SCOPE, ImportHook, LanguageRules, Named
 
 __all__ = [
     "Definition",
@@ -216,17 +216,27 @@ def _outermost_first(entry: tuple[int, int, str, Node]) -> tuple[int, int, int, 
 
 def _names(node: Node, rules: LanguageRules) -> list[Named]:
     hook = rules.names.get(node.type)
-    if hook is not None:
+    if hook is None:
+        child = node.child_by_field_name("name")
+        return [(child, None, None)] if child is not None else []
+    try:
         return [named for named in hook(node) if named[0] is not None]
-    child = node.child_by_field_name("name")
-    return [(child, None, None)] if child is not None else []
+    except Exception:  # one odd node loses its definition, not the whole file's facts
+        log.debug("name hook failed on a %s node", node.type, exc_info=True)
+        return []
 
 
 def _kind(tag: str, node: Node, name: str, rules: LanguageRules) -> str | None:
     if tag in DEFINITION_KINDS or tag == SCOPE:
         return tag
     hook = rules.kinds.get(tag)
-    return hook(node, name) if hook is not None else None
+    if hook is None:
+        return None
+    try:
+        return hook(node, name)
+    except Exception:  # as in _names: skip the node, keep the file
+        log.debug("kind hook failed on a %s node", node.type, exc_info=True)
+        return None
 
 
 def _join(container: str | None, extra: str | None) -> str | None:
@@ -392,10 +402,18 @@ def _imports(nodes: list[Node], rules: LanguageRules) -> tuple[Import, ...]:
             continue
         seen.add(node.start_byte)
         line = node.start_point[0] + 1
-        for module, name in rules.imports(node):
+        for module, name in _imported(node, rules.imports):
             if module:
                 out.append(Import(module, name or None, line))
     return tuple(out)
+
+
+def _imported(node: Node, hook: ImportHook) -> list[tuple[str, str | None]]:
+    try:
+        return hook(node)
+    except Exception:  # as in _names: skip the node, keep the file
+        log.debug("import hook failed on a %s node", node.type, exc_info=True)
+        return []
 
 
 def _start_byte(node: Node) -> int:

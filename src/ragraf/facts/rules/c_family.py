@@ -122,7 +122,12 @@ def _c_includes(node: Node) -> list[tuple[str, str | None]]:
 
 
 def _csharp_field(node: Node, name: str) -> str | None:
-    return constant_only(node, name) or ("constant" if "const" in text(node.parent.parent).split() else None)
+    """UPPER_CASE fields and `const` fields are constants; other fields are not definitions here."""
+    declaration = node.parent.parent if node.parent is not None else None
+    modifiers = (
+        [text(c) for c in declaration.children if c.type == "modifier"] if declaration is not None else []
+    )
+    return "constant" if "const" in modifiers else constant_only(node, name)
 
 
 def _csharp_field_name(node: Node) -> list[Named]:
