@@ -1,0 +1,121 @@
+"""The `ragraf serve`, `ragraf mcp` and `ragraf mcp-config` commands; `register(main)` attaches them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ragraf.adapters.agent_setup import AGENT_GUIDE, AGENTS, agent_config, write_config
+from ragraf.errors import RagrafError
+
+_ROOT = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="Folder to answer about.",
+)
+_LOG_LEVEL = click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="warning",
+    show_default=True,
+    help="Log level on stderr.",
+)
+
+_WHERE = {
+    "claude": "Claude Code: .mcp.json at the project root (project scope)",
+    "cursor": "Cursor: .cursor/mcp.json in the project",
+    "opencode": 'opencode: opencode.json at the project root, "mcp" section',
+    "codex": "Codex: {path} — your user configuration, shared by every project",
+    "generic": "Any MCP client: start this command, speak MCP over its stdin/stdout",
+}
+
+
+def _run(op: str, fn: Callable[[], Any]) -> Any:
+    """Run fn; a RagrafError becomes its message and suggestion on stderr, and its exit code."""
+    try:
+        return fn()
+    except RagrafError as exc:
+        click.echo(f"ragraf {op}: {exc.message}" + (f"\n  → {exc.suggest}" if exc.suggest else ""), err=True)
+        sys.exit(exc.exit_code)
+
+
+@click.command("serve")
+@_ROOT
+@click.option(
+    "--http",
+    "listen",
+    metavar="[HOST:]PORT",
+    default=None,
+    help="Serve the HTTP API instead of MCP (127.0.0.1 unless HOST; other hosts need RAGRAF_HTTP_TOKEN).",
+)
+@_LOG_LEVEL
+def serve_cmd(root: Path, listen: str | None, log_level: str) -> None:
+    """Serve the operations to agents: MCP on stdio, or with --http an HTTP API."""
+    if listen is None:
+        from ragraf.adapters.mcp_server import run
+
+        _run("serve", lambda: run(root, log_level))
+        return
+    from ragraf.adapters.http_api import serve_http
+
+    _run("serve", lambda: serve_http(root, listen))
+
+
+@click.command("mcp")
+@_ROOT
+@_LOG_LEVEL
+def mcp_cmd(root: Path, log_level: str) -> None:
+    """Serve MCP on stdio (same as `ragraf serve`)."""
+    from ragraf.adapters.mcp_server import run
+
+    _run("mcp", lambda: run(root, log_level))
+
+
+@click.command("mcp-config")
+@click.option("--agent", type=click.Choice(AGENTS), required=True, help="The agent to configure.")
+@click.option("--write", is_flag=True, help="Merge into the agent's configuration file (other servers kept).")
+@click.option("--name", default="ragraf", show_default=True, help="The server's name in the configuration.")
+@_ROOT
+@click.option("--json", "as_json", is_flag=True, help="Print {agent, file, snippet, guide, written} as JSON.")
+def mcp_config_cmd(agent: str, write: bool, name: str, root: Path, as_json: bool) -> None:
+    """Print (or --write) the MCP configuration for an agent, and when to use which tool."""
+    config = _run("mcp-config", lambda: agent_config(agent, root, name))
+    written = None
+    if write:
+        path, what = _run("mcp-config", lambda: write_config(agent, root, name))
+        written = f"{path}: {what}"
+    if as_json:
+        data = {
+            "agent": agent,
+            "file": str(config.path) if config.path else None,
+            "scope": config.scope,
+            "snippet": config.snippet,
+            "guide_file": config.guide_file,
+            "guide": AGENT_GUIDE,
+            "written": written,
+        }
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    if written:
+        where = " (your user-wide Codex configuration)" if agent == "codex" else ""
+        click.echo(f"wrote {written}{where}")
+    else:
+        click.echo(f"# {_WHERE[agent].format(path=config.path)}")
+        if config.path is not None:
+            click.echo(f"# `ragraf mcp-config --agent {agent} --write` merges it into {config.path}")
+        click.echo(config.snippet)
+    click.echo(f"# Add to {config.guide_file} so the agent knows when to use which tool:\n")
+    click.echo(AGENT_GUIDE)
+
+
+def register(main: click.Group) -> None:
+    """Attach serve, mcp and mcp-config to the `ragraf` group."""
+    for command in (serve_cmd, mcp_cmd, mcp_config_cmd):
+        main.add_command(command)

@@ -1,0 +1,142 @@
+"""MCP over stdio: one tool per operation, answering with the envelope and its text (DESIGN §12).
+
+Run it as `ragraf serve [--root PATH]` or `python -m ragraf.adapters.mcp_server --root PATH`.
+stdout carries the protocol only; every log line goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragraf import __version__
+from ragraf.adapters.agent_setup import AGENT_GUIDE
+from ragraf.adapters.tools import TOOL_LIST, CallbackProgress, ToolRunner, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server import Server, ServerRequestContext
+
+# The SDK is imported inside the functions below: its ~0.7 s import then overlaps with opening the
+# index on the reader thread, which shortens start-to-first-answer.
+
+log = logging.getLogger("ragraf.mcp")
+
+# What an agent reading an error should try next, beyond the operation's own suggestion.
+MCP_HINTS = {
+    "index_missing": "or call the `reindex` tool to build it now",
+    "locked": "retry in a few seconds",
+}
+
+
+def _tool(spec: ToolSpec) -> types.Tool:
+    import mcp_types as types
+
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+
+
+def build_server(runner: ToolRunner) -> Server[Any]:
+    """The low-level MCP server: tools/list from the tool table, tools/call through the runner."""
+    import mcp_types as types
+    from mcp.server import Server
+
+    tools = [_tool(spec) for spec in TOOL_LIST]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        progress = _progress(ctx) if params.name == "reindex" else None
+        outcome = await runner.call(params.name, params.arguments, progress)
+        return types.CallToolResult(
+            content=[types.TextContent(text=outcome.text)],
+            structured_content=outcome.payload,
+            is_error=outcome.failed,
+        )
+
+    return Server(
+        "ragraf",
+        version=__version__,
+        title="ragraf code index",
+        instructions=AGENT_GUIDE,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _progress(ctx: ServerRequestContext[Any]) -> CallbackProgress:
+    """Progress notifications for this request, sent from the indexing thread onto the event loop."""
+    loop = asyncio.get_running_loop()
+
+    def emit(done: float, total: float | None, message: str) -> None:
+        future = asyncio.run_coroutine_threadsafe(ctx.session.report_progress(done, total, message), loop)
+        future.add_done_callback(_log_failure)
+
+    return CallbackProgress(emit)
+
+
+def _log_failure(future: Any) -> None:
+    with contextlib.suppress(Exception):
+        if future.exception() is not None:
+            log.debug("progress notification failed: %s", future.exception())
+
+
+async def serve_stdio(runner: ToolRunner) -> None:
+    """Serve MCP on stdin/stdout until the client closes the stream."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(runner)
+    log.info("ragraf %s: MCP on stdio for %s", __version__, runner.root)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run(root: Path | str = ".", log_level: str = "WARNING", overrides: dict[str, Any] | None = None) -> None:
+    """Blocking entry point: logging on stderr, open the index in the background, then serve."""
+    logging.basicConfig(
+        stream=sys.stderr, level=log_level.upper(), format="ragraf-mcp %(levelname)s %(name)s: %(message)s"
+    )
+    runner = ToolRunner(Path(root), overrides or {}, readers=1, hints=MCP_HINTS)
+    runner.warm()
+    import anyio
+
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(serve_stdio, runner)
+    finally:
+        runner.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m ragraf.adapters.mcp_server --root PATH`."""
+    parser = argparse.ArgumentParser(prog="ragraf-mcp", description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=".", help="folder to answer about (default: the current directory)")
+    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    args = parser.parse_args(argv)
+    run(args.root, args.log_level)
+
+
+if __name__ == "__main__":
+    main()

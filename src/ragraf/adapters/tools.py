@@ -1,0 +1,514 @@
+"""The operations as agent tools: names, schemas, descriptions, and one runner shared by MCP and HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from ragraf.adapters.render import render_envelope, render_error, render_report
+from ragraf.api import Envelope, Index, error_envelope
+from ragraf.errors import PathOutsideRootError, RagrafError, UsageError
+from ragraf.index.progress import Progress
+
+log = logging.getLogger("ragraf.adapters")
+
+T = TypeVar("T")
+
+MAX_TOP_K = 10
+MAX_TEXT = 2000
+MAX_PATH = 4096
+
+
+class BadArgumentsError(UsageError):
+    """Arguments that do not match the tool's schema."""
+
+    code = "bad_arguments"
+
+
+class NotAvailableError(RagrafError):
+    """The installed operations layer lacks this operation."""
+
+    code = "not_implemented"
+
+
+class InternalError(RagrafError):
+    """An unexpected exception, contained so the server keeps serving."""
+
+    code = "internal"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its name, what it is for, its argument schema, and how it maps onto `Index`."""
+
+    name: str
+    title: str
+    description: str
+    properties: dict[str, Any]
+    required: tuple[str, ...]
+    method: str
+    call: Callable[[Index, dict[str, Any], Progress | None], Any]
+    read_only: bool = True
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        return ENVELOPE_SCHEMA if self.read_only else REPORT_SCHEMA
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": self.properties,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
+
+
+_COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["code", "message", "suggest"],
+    "properties": {
+        "code": {
+            "type": "string",
+            "description": "Machine-readable: bad_arguments, index_missing, locked, …",
+        },
+        "message": {"type": "string", "description": "What happened."},
+        "suggest": {"type": "string", "description": "What to do next."},
+    },
+}
+ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The ragraf envelope (DESIGN §4): revision, freshness, capability, results.",
+    "required": ["op", "state"],
+    "properties": {
+        "op": {"type": "string"},
+        "index_rev": {"type": ["string", "null"]},
+        "corpus_hash": {"type": ["string", "null"]},
+        "state": {"type": "string", "enum": ["fresh", "drifted", "refused"]},
+        "drift": _COUNTS,
+        "stale_warnings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "reason", "suggest"],
+                "properties": {
+                    "path": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "suggest": {"type": "string"},
+                },
+            },
+        },
+        "capability": {"type": "object"},
+        "results": {"type": "array"},
+        "truncated": _COUNTS,
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "error": ERROR_SCHEMA,
+    },
+}
+ERROR_ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A refusal or failure: what happened and what to do next.",
+    "required": ["op", "state", "error"],
+    "properties": {"op": {"type": "string"}, "state": {"const": "refused"}, "error": ERROR_SCHEMA},
+}
+REPORT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "What an index run did: the revision, file and chunk counts, duration.",
+    "required": ["op", "index_rev", "files", "chunks"],
+    "properties": {
+        "op": {"type": "string"},
+        "index_rev": {"type": ["string", "null"]},
+        "corpus_hash": {"type": ["string", "null"]},
+        "files": _COUNTS,
+        "chunks": _COUNTS,
+        "duration_s": {"type": "number"},
+        "new_revision": {"type": "boolean"},
+        "full_rebuild": {"type": "boolean"},
+        "reason": {"type": ["string", "null"]},
+    },
+}
+_STRING = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
+_PATH = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_PATH,
+    "description": "Path relative to the repository root, e.g. 'src/app/server.py'.",
+}
+_REV = {"type": "string", "minLength": 1, "maxLength": 64, "description": "A revision name, e.g. 'rev-0003'."}
+
+TOOL_LIST: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "search",
+        "Search the code",
+        "Hybrid (lexical + semantic) search over the indexed code, tests and docs. Use it for open "
+        "questions in words or identifiers ('where is retry backoff implemented', 'TCPConnector "
+        "keep-alive'). Returns up to top_k chunks, best first, each cited as path:start-end with a "
+        "snippet. Know the exact name? Use find_symbol (definition) or find_references (users). "
+        "Results marked STALE come from files changed since the index revision: read them live.",
+        {
+            "query": {**_STRING, "description": "What to look for, in words and/or identifiers."},
+            "top_k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TOP_K,
+                "default": 5,
+                "description": "How many results (1-10).",
+            },
+        },
+        ("query",),
+        "search",
+        lambda idx, a, p: idx.search(a["query"], k=a.get("top_k", 5)),
+    ),
+    ToolSpec(
+        "find_symbol",
+        "Find a definition",
+        "Where a named symbol (class, function, method, variable, type) is defined: each definition "
+        "as path:line with its kind and container. Use it when you know the name ('TCPConnector', "
+        "'TCPConnector.connect'); use search when you only know what the code does.",
+        {"name": {**_STRING, "maxLength": 500, "description": "The symbol name, optionally qualified."}},
+        ("name",),
+        "find_symbol",
+        lambda idx, a, p: idx.find_symbol(a["name"]),
+    ),
+    ToolSpec(
+        "find_references",
+        "Find references / callers",
+        "Who uses a name: every reference to the symbol as path:line with the enclosing definition; "
+        "with calls=true only the call sites (the callers). Use it before changing, renaming or "
+        "removing a symbol, to see what depends on it.",
+        {
+            "name": {**_STRING, "maxLength": 500, "description": "The symbol name."},
+            "calls": {"type": "boolean", "default": False, "description": "Only call sites."},
+        },
+        ("name",),
+        "find_references",
+        lambda idx, a, p: idx.find_references(a["name"], calls=a.get("calls", False)),
+    ),
+    ToolSpec(
+        "outline",
+        "Outline a file",
+        "The definitions in one file (classes, functions, methods, headings) as a tree with line "
+        "ranges, from the index. Use it to see a file's structure before reading it, then read only "
+        "the lines you need.",
+        {"path": _PATH},
+        ("path",),
+        "outline",
+        lambda idx, a, p: idx.outline(a["path"]),
+    ),
+    ToolSpec(
+        "read",
+        "Read a file (live)",
+        "The current content of a file under the repository root, read from disk (not the index), "
+        "optionally a 1-based inclusive line range, and whether it differs from the indexed revision. "
+        "Always current: use it to check a STALE result or to see more around a citation. '..', "
+        "absolute paths, paths leaving the root and secrets are refused.",
+        {
+            "path": _PATH,
+            "start_line": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+            "end_line": {"type": "integer", "minimum": 1, "description": "Last line (inclusive)."},
+        },
+        ("path",),
+        "read",
+        lambda idx, a, p: idx.read(a["path"], start_line=a.get("start_line"), end_line=a.get("end_line")),
+    ),
+    ToolSpec(
+        "status",
+        "Index status",
+        "Which index revision answers, its file and chunk counts, and which files changed on disk "
+        "since. Use it when answers look stale or wrong, or to see whether an index exists.",
+        {},
+        (),
+        "status",
+        lambda idx, a, p: idx.status(),
+    ),
+    ToolSpec(
+        "drift",
+        "Drift since the index",
+        "The drift ledger of the current revision: files created, modified or deleted on disk since "
+        "it was indexed, with the symbols affected. Use it to see what the index does not know yet; "
+        "call reindex to catch up.",
+        {},
+        (),
+        "drift",
+        lambda idx, a, p: idx.drift(),
+    ),
+    ToolSpec(
+        "changes",
+        "Knowledge changes between revisions",
+        "What changed in the indexed knowledge between two revisions: files and symbols added, "
+        "removed or changed, with path:line. Get revision names from the revisions tool.",
+        {"from_rev": _REV, "to_rev": {**_REV, "description": "A revision name; default: the current one."}},
+        ("from_rev",),
+        "changes",
+        lambda idx, a, p: idx.changes(a["from_rev"], a.get("to_rev")),
+    ),
+    ToolSpec(
+        "reindex",
+        "Update the index",
+        "Bring the index up to date with the disk, incrementally (only changed files are re-read); "
+        "full=true rebuilds everything and repairs a corrupt index. Makes a new revision when "
+        "something changed. Use it when no index exists yet, after substantial edits, or when "
+        "status/drift list many stale files. The other tools keep answering from the previous "
+        "revision meanwhile.",
+        {"full": {"type": "boolean", "default": False, "description": "Rebuild from scratch."}},
+        (),
+        "index",
+        lambda idx, a, p: idx.index(full=a.get("full", False), quiet=True, progress=p, wait=False),
+        read_only=False,
+    ),
+    ToolSpec(
+        "revisions",
+        "List revisions",
+        "The retained index revisions, oldest first, with creation time, counts and git commit. Use "
+        "it to pick from_rev / to_rev for changes.",
+        {},
+        (),
+        "revisions",
+        lambda idx, a, p: idx.revisions(),
+    ),
+)
+TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOL_LIST}
+_VALIDATORS = {spec.name: Draft202012Validator(spec.input_schema) for spec in TOOL_LIST}
+
+
+def available(name: str) -> bool:
+    """Whether the installed operations layer has the operation behind tool `name`."""
+    spec = TOOLS.get(name)
+    return spec is not None and callable(getattr(Index, spec.method, None))
+
+
+def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
+    """The arguments if they match the tool's schema; BadArgumentsError naming the first problem."""
+    spec = TOOLS.get(name)
+    if spec is None:
+        raise BadArgumentsError(f"unknown tool {name!r}", suggest="use one of: " + ", ".join(TOOLS))
+    args = {} if arguments is None else arguments
+    if not isinstance(args, dict):
+        raise BadArgumentsError(f"{name}: arguments must be a JSON object", suggest=_usage(spec))
+    error = best_match(_VALIDATORS[name].iter_errors(args))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+        raise BadArgumentsError(f"{name}: {where}: {_short(error.message)}", suggest=_usage(spec))
+    for key, value in args.items():
+        if isinstance(value, str) and not _is_unicode(value):
+            raise BadArgumentsError(
+                f"{name}: {key}: not valid Unicode (a lone surrogate)", suggest=_usage(spec)
+            )
+    start, end = args.get("start_line"), args.get("end_line")
+    if start is not None and end is not None and end < start:
+        raise BadArgumentsError(f"{name}: end_line {end} is before start_line {start}", suggest=_usage(spec))
+    return args
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _short(message: str, limit: int = 200) -> str:
+    return message if len(message) <= limit else message[:limit] + "…"
+
+
+def _usage(spec: ToolSpec) -> str:
+    parts = []
+    for key, prop in spec.properties.items():
+        optional = "" if key in spec.required else "?"
+        kind = prop.get("type", "any")
+        if "minimum" in prop and "maximum" in prop:
+            kind += f" {prop['minimum']}..{prop['maximum']}"
+        parts.append(f"{key}{optional}: {kind}")
+    return f"call {spec.name} with {{{', '.join(parts)}}}"
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def check_path(root: Path, path: str) -> None:
+    """Refuse a path that could leave the root (NUL, absolute, '..', symlink out) before the API sees it."""
+    suggest = "pass a path relative to the repository root, e.g. 'src/app/server.py'"
+    if "\0" in path:
+        raise PathOutsideRootError("the path contains a NUL byte", suggest=suggest)
+    posix = path.replace("\\", "/")
+    if posix.startswith(("/", "~")) or _DRIVE.match(posix):
+        raise PathOutsideRootError(f"{path!r} is absolute; only paths inside the root can be read", suggest)
+    if ".." in posix.split("/"):
+        raise PathOutsideRootError(f"{path!r} climbs out of the root with '..'", suggest)
+    real_root = root.resolve()
+    try:
+        target = (real_root / posix).resolve()
+    except (OSError, RuntimeError):
+        raise PathOutsideRootError(f"{path!r} cannot be resolved (a symlink loop?)", suggest) from None
+    if target != real_root and real_root not in target.parents:
+        raise PathOutsideRootError(f"{path!r} leads outside the root through a symlink", suggest)
+
+
+@dataclass
+class ToolOutcome:
+    """What a tool call produced: the JSON payload (envelope or error envelope) and its text rendering."""
+
+    tool: str
+    payload: dict[str, Any]
+    text: str
+    error_code: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error_code is not None
+
+
+def failure(tool: str, exc: RagrafError, hint: str = "") -> ToolOutcome:
+    """An outcome carrying the error envelope of `exc` (state refused)."""
+    env = error_envelope(tool, exc)
+    if hint and env.error is not None:
+        env.error["suggest"] = f"{env.error['suggest']} ({hint})" if env.error["suggest"] else hint
+    return ToolOutcome(tool, env.to_dict(), render_error(env), exc.code)
+
+
+class CallbackProgress(Progress):
+    """Progress that forwards (done, total, message) to a callback, at most every `interval` seconds."""
+
+    def __init__(self, emit: Callable[[float, float | None, str], None], interval: float = 0.5) -> None:
+        self.emit, self.interval = emit, interval
+        self.phase, self.total, self.count, self.last = "", 0, 0, 0.0
+
+    def _send(self, message: str, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= self.interval:
+            self.last = now
+            self.emit(float(self.count), float(self.total) if self.total else None, message)
+
+    def start(self, phase: str, total: int) -> None:
+        self.phase, self.total, self.count = phase, total, 0
+        self._send(phase, force=True)
+
+    def advance(self, n: int = 1) -> None:
+        self.count += n
+        self._send(f"{self.phase}: {self.count}/{self.total}")
+
+    def done(self) -> None:
+        self.count = self.total
+        self._send(f"{self.phase}: done", force=True)
+
+    def note(self, message: str) -> None:
+        self._send(message, force=True)
+
+
+@dataclass
+class _Reader:
+    index: Index | None = None
+    generation: int = -1
+
+
+@dataclass
+class ToolRunner:
+    """Runs tools against one root: reads on `readers` threads (one Index each), reindex on its own thread."""
+
+    root: Path
+    overrides: dict[str, Any] = field(default_factory=dict)
+    readers: int = 1
+    hints: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).expanduser().resolve()
+        self._read_pool = ThreadPoolExecutor(self.readers, thread_name_prefix="ragraf-read")
+        self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="ragraf-index")
+        self._local = threading.local()
+        # Bumped after a reindex or a store failure: each reader thread reopens its Index lazily.
+        self._generation = 0
+        self._generation_lock = threading.Lock()
+
+    def _invalidate(self) -> None:
+        with self._generation_lock:
+            self._generation += 1
+
+    async def call(self, tool: str, arguments: object, progress: Progress | None = None) -> ToolOutcome:
+        """Validate, run on a worker thread, render; every failure becomes an error outcome."""
+        try:
+            args = validate_arguments(tool, arguments)
+            spec = TOOLS[tool]
+            if "path" in args:
+                check_path(self.root, args["path"])
+            if not available(tool):
+                raise NotAvailableError(
+                    f"this ragraf has no `{spec.method}` operation yet", suggest="upgrade ragraf"
+                )
+            if spec.read_only:
+                return await self._run(self._read_pool, self._read, spec, args)
+            return await self._run(self._write_pool, self._reindex, args, progress)
+        except RagrafError as exc:
+            log.info("%s: %s: %s", tool, exc.code, exc.message)
+            return failure(tool, exc, self.hints.get(exc.code, ""))
+        except Exception as exc:  # the server must outlive any bug below it
+            log.exception("%s: unexpected failure", tool)
+            self._invalidate()
+            return failure(
+                tool,
+                InternalError(
+                    f"{tool} failed unexpectedly: {type(exc).__name__}: {_short(str(exc))}",
+                    suggest="retry; if it persists run `ragraf status` and report the server's stderr log",
+                ),
+            )
+
+    async def _run(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    def _reader_index(self) -> Index:
+        reader: _Reader = getattr(self._local, "reader", None) or _Reader()
+        self._local.reader = reader
+        if reader.index is not None and reader.generation != self._generation:
+            reader.index.close()
+            reader.index = None
+        if reader.index is None:
+            reader.index = Index.open(self.root, **self.overrides)
+            reader.generation = self._generation
+        return reader.index
+
+    def _read(self, spec: ToolSpec, args: dict[str, Any]) -> ToolOutcome:
+        idx = self._reader_index()
+        try:
+            env: Envelope = spec.call(idx, args, None)
+        except RagrafError as exc:
+            if exc.code in ("index_corrupt", "store", "index_missing"):
+                self._invalidate()  # reopen: the file may have been rebuilt or created since
+            raise
+        budget = idx.settings.budget_bytes
+        text = render_envelope(env, budget)  # before to_dict: rendering records what it truncated
+        refused = (env.error or {}).get("code", "refused") if env.state == "refused" else None
+        return ToolOutcome(spec.name, env.to_dict(), text, refused)
+
+    def _reindex(self, args: dict[str, Any], progress: Progress | None) -> ToolOutcome:
+        with Index.open(self.root, **self.overrides) as idx:
+            report = TOOLS["reindex"].call(idx, args, progress)
+        self._invalidate()
+        data = report if isinstance(report, dict) else report.to_dict()
+        return ToolOutcome("reindex", data, render_report(data))
+
+    def warm(self) -> None:
+        """Open the reader Index and read its revisions ahead of the first call (errors wait for that call)."""
+
+        def _open() -> None:
+            with contextlib.suppress(Exception):
+                self._reader_index().revisions()
+
+        self._read_pool.submit(_open)
+
+    def close(self) -> None:
+        """Stop the worker threads; a running reindex finishes (its writes are atomic either way)."""
+        self._read_pool.shutdown(wait=False, cancel_futures=True)
+        self._write_pool.shutdown(wait=False, cancel_futures=True)
