@@ -167,3 +167,22 @@ def discover(root: Path, max_file_bytes: int) -> Discovery:
             continue
         files.append(FileStat(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     return Discovery(files, skipped)
+
+
+def dir_stamps(root: Path) -> dict[str, int]:
+    """mtime_ns of every folder that could hold indexable files: creating, deleting or renaming a
+    file changes its folder's mtime, so unchanged stamps mean an unchanged file list."""
+    stamps: dict[str, int] = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        folder = root / rel if rel else root
+        try:
+            stamps[rel] = os.stat(folder).st_mtime_ns  # before listing: a change while we list shows later
+            with os.scandir(folder) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False) and entry.name not in EXCLUDED_DIRS:
+                        stack.append(f"{rel}/{entry.name}" if rel else entry.name)
+        except OSError:
+            continue
+    return stamps

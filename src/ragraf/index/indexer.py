@@ -11,6 +11,8 @@ from pathlib import Path, PurePosixPath
 
 from ragraf.config import Settings
 from ragraf.corpus import FileStat, Unindexable, discover, extract
+from ragraf.corpus.discover import dir_stamps
+from ragraf.freshness import snapshot
 from ragraf.index.progress import Progress
 from ragraf.index.workers import prepare, prepare_all
 from ragraf.languages import language_of
@@ -18,7 +20,7 @@ from ragraf.store import ContentBundle, DriftEvent, ManifestEntry, NewRevision, 
 
 # A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
 # clock tick (git's "racy" problem): such files are re-hashed next time.
-_RACY_NS = 2_000_000_000
+RACY_NS = 2_000_000_000
 _BATCH_FILES = 200
 SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexable
 
@@ -103,7 +105,7 @@ def stat_matches(cached: StatEntry | None, st: FileStat) -> bool:
         and cached.mtime_ns == st.mtime_ns
         and cached.ctime_ns == st.ctime_ns
         and cached.inode == st.inode
-        and cached.checked_ns - st.mtime_ns > _RACY_NS
+        and cached.checked_ns - st.mtime_ns > RACY_NS
     )
 
 
@@ -183,6 +185,7 @@ def run_index(
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
     old_manifest = store.manifest(current.rev_no) if current else {}
+    stamps = dir_stamps(root)  # before listing, so a file created meanwhile still shows as drift
     found = discover(root, settings.max_file_bytes)
     cache = store.stat_cache()
     hashed, unindexable = hash_files(root, found.files, cache, settings, not full, progress)
@@ -253,6 +256,7 @@ def run_index(
     listed = {st.path for st in found.files}
     removed = [p for p in cache if p not in listed]
     store.update_stat_cache(fresh_stats, removed)
+    store.set_guard_snapshot(snapshot.pack(store.stat_cache(), stamps, RACY_NS))
     assert rev is not None
     return IndexReport(
         index_rev=rev.rev,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,9 @@ class ManifestEntry:
     size: int
 
 
-@dataclass(frozen=True)
-class StatEntry:
+class StatEntry(NamedTuple):
+    """What the stat cache knows of a file (a tuple: loading 10,000 of them must stay cheap)."""
+
     size: int
     mtime_ns: int
     ctime_ns: int
@@ -179,6 +180,8 @@ class Store(Protocol):
     def manifest(self, rev_no: int) -> dict[str, ManifestEntry]: ...
     def stat_cache(self) -> dict[str, StatEntry]: ...
     def update_stat_cache(self, entries: dict[str, StatEntry], removed: list[str]) -> None: ...
+    def guard_snapshot(self) -> bytes | None: ...
+    def set_guard_snapshot(self, blob: bytes) -> None: ...
     def content_ids(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]: ...
     def add_contents(
         self, items: list[tuple[tuple[str, str, str], list[ChunkRecord]]]

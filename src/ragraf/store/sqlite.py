@@ -243,11 +243,11 @@ class SqliteStore:
         """BM25 over chunk text and symbols, restricted to the chunks of one revision."""
         # Old revisions' chunks share the FTS table, so over-fetch before the manifest filter.
         rows = self.db.execute(
-            "WITH hits AS (SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts "
+            "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts "
             "  WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) "
             "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, -hits.score, m.sha256 "
             "FROM hits JOIN chunks c ON c.id = hits.id "
-            "JOIN manifest m ON m.content_id = c.content_id AND m.rev_no = ? "
+            "JOIN manifest m INDEXED BY manifest_by_content ON m.content_id = c.content_id AND m.rev_no = ? "
             "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
             (match, limit * 3 + 20, rev_no, limit),
         ).fetchall()
@@ -278,7 +278,8 @@ class SqliteStore:
             args.append(path)
         rows = self.db.execute(
             "SELECT f.kind, f.name, f.def_kind, m.path, f.line, f.start_line, f.end_line, f.container, f.signature, "
-            "f.is_call, f.body_hash FROM facts f JOIN manifest m ON m.content_id = f.content_id "
+            "f.is_call, f.body_hash FROM facts f "
+            f"JOIN manifest m {'' if path else 'INDEXED BY manifest_by_content '}ON m.content_id = f.content_id "
             f"WHERE {' AND '.join(where)} ORDER BY m.path, f.line LIMIT ?",
             (*args, limit),
         ).fetchall()
@@ -452,7 +453,8 @@ class SqliteStore:
         marks = ",".join("?" * len(best))
         rows = self.db.execute(
             "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM chunks c "
-            f"JOIN manifest m ON m.content_id = c.content_id AND m.rev_no = ? WHERE c.id IN ({marks})",
+            "JOIN manifest m INDEXED BY manifest_by_content ON m.content_id = c.content_id AND m.rev_no = ? "
+            f"WHERE c.id IN ({marks})",
             (rev_no, *best),
         ).fetchall()
         hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], best[r[0]], r[6]) for r in rows]
@@ -465,7 +467,8 @@ class SqliteStore:
         rows = self.db.execute(
             "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache"
         ).fetchall()
-        return {row[0]: StatEntry(*row[1:]) for row in rows}
+        make = StatEntry._make
+        return {row[0]: make(row[1:]) for row in rows}
 
     def update_stat_cache(self, entries: dict[str, StatEntry], removed: list[str]) -> None:
         if not entries and not removed:
@@ -480,6 +483,14 @@ class SqliteStore:
                     for p, e in entries.items()
                 ],
             )
+
+    def guard_snapshot(self) -> bytes | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'guard_snapshot'").fetchone()
+        return bytes(row[0]) if row else None
+
+    def set_guard_snapshot(self, blob: bytes) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('guard_snapshot', ?)", (blob,))
 
     # retention -----------------------------------------------------------------------------
 

@@ -67,16 +67,6 @@ def text(node: Node | None) -> str:
     return (node.text or b"").decode("utf-8", "replace")
 
 
-def by_field(name: str = "name") -> NameHook:
-    """A name hook reading one field of the definition node."""
-
-    def hook(node: Node) -> list[Named]:
-        child = node.child_by_field_name(name)
-        return [(child, None, None)] if child is not None else []
-
-    return hook
-
-
 def first_child(*types: str) -> NameHook:
     """A name hook taking the first child of one of `types` (grammars without a name field)."""
     wanted = frozenset(types)

@@ -75,12 +75,7 @@ _DECLARATORS = frozenset({
 
 def _declarator_name(node: Node) -> list[Named]:
     """The name inside nested declarators; `A::B::f` gives f, contained by A.B."""
-    current = node.child_by_field_name("declarator")
-    while current is not None and current.type in _DECLARATORS:
-        inner = current.child_by_field_name("declarator")
-        if inner is None:  # parenthesized_declarator has no field
-            inner = current.named_children[0] if current.named_children else None
-        current = inner
+    current = _innermost(node.child_by_field_name("declarator"))
     if current is None:
         return []
     scopes: list[str] = []
@@ -98,22 +93,23 @@ def _declarator_name(node: Node) -> list[Named]:
 
 
 def _type_definition(node: Node) -> list[Named]:
-    # `typedef struct x {...} x_t;` names x_t; several declarators name several types.
+    # `typedef struct x {...} x_t, *x_p;` names x_t and x_p.
     names = []
     for declarator in node.children_by_field_name("declarator"):
-        wrapped = _declarator_name_of(declarator)
-        if wrapped is not None:
-            names.append((wrapped, None, None))
+        name = _innermost(declarator)
+        if name is not None:
+            names.append((name, None, None))
     return names
 
 
-def _declarator_name_of(node: Node) -> Node | None:
-    current: Node | None = node
+def _innermost(node: Node | None) -> Node | None:
+    """Unwrap pointer, array, function and parenthesized declarators down to the declared name."""
+    current = node
     while current is not None and current.type in _DECLARATORS:
         inner = current.child_by_field_name("declarator")
-        current = (
-            inner if inner is not None else (current.named_children[0] if current.named_children else None)
-        )
+        if inner is None:  # parenthesized_declarator has no field
+            inner = current.named_children[0] if current.named_children else None
+        current = inner
     return current
 
 

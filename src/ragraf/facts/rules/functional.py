@@ -6,6 +6,7 @@ from tree_sitter import Node
 
 from .base import LanguageRules, Named, itself, text
 
+_ELIXIR_MODULES = ("defmodule", "defprotocol", "defimpl")
 _ELIXIR_DEFS = '"def" "defp" "defmacro" "defmacrop" "defguard" "defguardp" "defdelegate" "defn" "defnp"'
 
 ELIXIR_QUERY = f"""
@@ -47,22 +48,18 @@ _ELIXIR_NOISE = frozenset({
 
 
 def _elixir_def_name(node: Node) -> list[Named]:
-    """`def name(args) when guard` -> name; `def name, do:` -> name."""
+    """`defmodule A.B` -> A.B; `def name(args) when guard` -> name; `def name, do:` -> name."""
     arguments = next((c for c in node.named_children if c.type == "arguments"), None)
     if arguments is None or not arguments.named_children:
         return []
     head = arguments.named_children[0]
-    if node.child_by_field_name("target") is not None and text(node.child_by_field_name("target")) in (
-        "defmodule",
-        "defprotocol",
-        "defimpl",
-    ):
+    if text(node.child_by_field_name("target")) in _ELIXIR_MODULES:
         return [(head, None, None)]
     if head.type == "binary_operator":  # a guard: `name(x) when is_integer(x)`
         head = head.child_by_field_name("left") or head
     if head.type == "call":
         head = head.child_by_field_name("target") or head
-    return [(head, None, None)] if head.type in ("identifier", "alias", "call", "operator_identifier") else []
+    return [(head, None, None)] if head.type in ("identifier", "alias", "operator_identifier") else []
 
 
 def _elixir_imports(node: Node) -> list[tuple[str, str | None]]:

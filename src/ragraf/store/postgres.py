@@ -1,0 +1,1081 @@
+"""The PostgreSQL + pgvector store: many repositories in one database, behind the SQLite store's contract.
+
+Readers see the last committed revision (MVCC); one writer per repository holds an advisory lock;
+a revision, its manifest and the ledger's archive commit in one transaction. Lexical search is
+BM25 computed in SQL over a tsvector (GIN); vector search is cosine over pgvector (HNSW).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import socket
+import time
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ragraf.errors import ConfigError, IndexMissingError, LockHeldError, StoreError
+from ragraf.store.base import (
+    ChunkHit,
+    ContentBundle,
+    DriftEntry,
+    DriftEvent,
+    FactHit,
+    ManifestEntry,
+    NewRevision,
+    Revision,
+    StatEntry,
+)
+from ragraf.store.postgres_migrations import BOOTSTRAP, MIGRATIONS, SCHEMA, TS_CONFIG
+from ragraf.store.sqlite import dedupe_key
+
+ContentKey = tuple[str, str, str]  # (sha256, language, chunker)
+
+# Advisory lock keys (classid, objid): "RAGF" + a purpose, objid = repository / model id.
+LOCK_WRITER = 0x52414746
+LOCK_SCHEMA = 0x52414700
+LOCK_VECTOR_INDEX = 0x52414701
+
+# BM25 as SQLite's FTS5 computes it (k1, b, body weight 1, symbol weight 4), so both stores rank alike.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Below this many chunks in a revision an exact scan is fast and exact like SQLite's; above it HNSW.
+EXACT_VECTOR_MAX = 20_000
+# Tokens longer than this are base64 or minified noise; PostgreSQL would refuse words over 2 KiB.
+_MAX_TOKEN = 500
+
+_REVISION_COLUMNS = "rev_no, rev, corpus_hash, created_at, index_version, git_head, git_branch, files, chunks"
+_LEDGER_COLUMNS = (
+    "entry_id, rev, change, path, detected_by, detected_at, old_sha256, new_sha256, affected_nodes, "
+    "affected_symbols, dedupe_key"
+)
+_TOKEN = re.compile(r"[^\W_]+")
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+_FTS_KEYWORDS = frozenset({"OR", "AND", "NOT", "NEAR"})
+
+
+# tokens ------------------------------------------------------------------------------------
+
+
+def lex_tokens(text: str) -> list[str]:
+    """Tokens as FTS5's unicode61 makes them: runs of letters and digits, lower case, no diacritics."""
+    if not text.isascii():
+        text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
+        text = unicodedata.normalize("NFC", text)
+    return [t for t in _TOKEN.findall(text.lower()) if len(t) <= _MAX_TOKEN]
+
+
+def match_terms(match: str) -> list[str]:
+    """tsquery operands ('a <-> b' for a phrase) of an FTS5 MATCH string from tokens.fts_match, or of plain words."""
+    quoted = [m.group(1).replace('""', '"') for m in _QUOTED.finditer(match)]
+    terms = quoted or [w for w in match.split() if w not in _FTS_KEYWORDS]
+    # Only letters and digits survive lex_tokens, so no operand can carry tsquery syntax.
+    operands = [" <-> ".join(lex_tokens(term)) for term in terms]
+    return [op for op in operands if op]
+
+
+def _clean(text: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL; SQLite can. Replace it rather than fail a whole batch."""
+    if text is None or "\x00" not in text:
+        return text
+    return text.replace("\x00", "\ufffd")
+
+
+# connection details -----------------------------------------------------------------------
+
+
+def describe_dsn(dsn: str) -> tuple[str, str]:
+    """(HOST:PORT, database) of a DSN, with libpq's defaults, for messages; never the password."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        params = {}
+    host = str(params.get("host") or params.get("hostaddr") or os.environ.get("PGHOST") or "localhost")
+    port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
+    db = str(params.get("dbname") or os.environ.get("PGDATABASE") or params.get("user") or "")
+    return f"{host}:{port}", db
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """True when the connection itself failed (server down or restarted), not the statement."""
+    if isinstance(exc, psycopg.InterfaceError):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    return isinstance(exc, psycopg.OperationalError) and (
+        state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+    )
+
+
+class PostgresStore:
+    """Store protocol over PostgreSQL with pgvector; one instance serves one repository (repo_key)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        repo_key: str,
+        create: bool = False,
+        *,
+        pool_size: int = 8,
+        connect_timeout_s: float = 5.0,
+        statement_timeout_s: float = 120.0,
+    ) -> None:
+        if not dsn.strip():
+            raise ConfigError(
+                "the PostgreSQL store needs a connection string",
+                suggest="set RAGRAF_PG_DSN, e.g. postgresql://user@host:5432/ragraf",
+            )
+        self.dsn = dsn
+        self.repo_key = repo_key
+        self.where, self.database = describe_dsn(dsn)
+        self.connect_timeout_s = connect_timeout_s
+        self.statement_timeout_s = statement_timeout_s
+        self._search_path = SCHEMA
+        self._models: dict[str, tuple[int, int]] = {}
+        self._indexed_models: set[int] = set()
+        conn = self._connect()
+        try:
+            self._prepare_schema(conn, create)
+            self.repo_id = self._repository(conn, create)
+        except psycopg.Error as exc:
+            raise self._translate(exc) from None
+        finally:
+            conn.close()
+        self.pool = ConnectionPool(
+            dsn,
+            kwargs=self._connect_kwargs(),
+            min_size=1,
+            max_size=max(1, pool_size),
+            configure=self._configure,
+            check=ConnectionPool.check_connection,  # a restarted server's dead connections are replaced
+            timeout=connect_timeout_s * 2,
+            name=f"ragraf:{repo_key}"[:60],
+            open=True,
+        )
+
+    # connections ------------------------------------------------------------------------------
+
+    def _connect_kwargs(self, application: str = "ragraf") -> dict[str, Any]:
+        # Auto-prepared statements would get generic plans that cannot match a partial HNSW index.
+        return {
+            "autocommit": True,
+            "connect_timeout": max(1, int(self.connect_timeout_s)),
+            "application_name": application[:63],
+            "prepare_threshold": None,
+            "keepalives": 1,
+        }
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        from pgvector.psycopg import register_vector
+
+        conn.execute(
+            "SELECT set_config('search_path', %s, false), set_config('statement_timeout', %s, false), "
+            "set_config('idle_in_transaction_session_timeout', %s, false)",
+            (self._search_path, f"{int(self.statement_timeout_s * 1000)}", "300000"),
+        )
+        register_vector(conn)
+
+    def _connect(self, application: str = "ragraf") -> psycopg.Connection:
+        """A connection outside the pool (schema setup, the writer lock), errors made actionable."""
+        try:
+            return psycopg.connect(self.dsn, **self._connect_kwargs(application))
+        except psycopg.Error as exc:
+            raise self._translate(exc) from None
+
+    def _unreachable(self, detail: str) -> StoreError:
+        low = detail.lower()
+        first = detail.strip().splitlines()[0] if detail.strip() else "no answer"
+        if "refused" in low or "no such file or directory" in low:
+            return StoreError(
+                f"PostgreSQL at {self.where} refused the connection; start it or check RAGRAF_PG_DSN",
+                suggest="start the PostgreSQL server, or point RAGRAF_PG_DSN at a running one",
+            )
+        if "timeout" in low or "timed out" in low:
+            return StoreError(
+                f"PostgreSQL at {self.where} did not answer within {self.connect_timeout_s:g} s; "
+                "check the host, the network and RAGRAF_PG_DSN",
+                suggest="check that the server is up and reachable from this machine",
+            )
+        if "password" in low or "authentication" in low or ("role" in low and "does not exist" in low):
+            return StoreError(
+                f"PostgreSQL at {self.where} rejected the login ({first})",
+                suggest="check the user and password in RAGRAF_PG_DSN (or ~/.pgpass)",
+            )
+        if "database" in low and "does not exist" in low:
+            return StoreError(
+                f"PostgreSQL at {self.where} has no database {self.database!r}",
+                suggest=f"create it (createdb {self.database}) or fix the database name in RAGRAF_PG_DSN",
+            )
+        return StoreError(
+            f"cannot use PostgreSQL at {self.where}: {first}",
+            suggest="check that the server runs and that RAGRAF_PG_DSN is right",
+        )
+
+    def _translate(self, exc: BaseException) -> StoreError:
+        """A psycopg or pool error as a StoreError that says what to do."""
+        if isinstance(exc, PoolTimeout):
+            # The pool only says it waited; a direct attempt tells refused from slow.
+            try:
+                psycopg.connect(self.dsn, **self._connect_kwargs()).close()
+            except psycopg.Error as probe:
+                return self._unreachable(str(probe))
+            return StoreError(
+                f"no free connection to PostgreSQL at {self.where} within {self.connect_timeout_s * 2:g} s",
+                suggest="the server or the pool is saturated; retry, or raise max_connections",
+            )
+        if _connection_lost(exc):
+            return self._unreachable(str(exc))
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            return StoreError(
+                f"a PostgreSQL statement at {self.where} ran past {self.statement_timeout_s:g} s and was cancelled",
+                suggest="retry; if it persists the server is overloaded or the index needs VACUUM ANALYZE",
+            )
+        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            return StoreError(
+                f"PostgreSQL at {self.where} refused an operation: {str(exc).strip().splitlines()[0]}",
+                suggest="grant this user rights on the ragraf schema, or use a user that owns it",
+            )
+        return StoreError(
+            f"PostgreSQL at {self.where} failed: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}",
+            suggest="see the server log; run the command again",
+        )
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection inside one transaction: committed whole, or rolled back on any error."""
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc) from None
+
+    def _rows(self, query: str | sql.Composable, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Run one read; a connection lost to a server restart is retried once on a fresh one."""
+        for attempt in (1, 2):
+            try:
+                with self.pool.connection() as conn:
+                    return conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+            except (psycopg.Error, PoolTimeout) as exc:
+                if attempt == 1 and _connection_lost(exc):
+                    continue
+                raise self._translate(exc) from None
+        raise AssertionError("unreachable")
+
+    def _row(self, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
+        rows = self._rows(query, params)
+        return rows[0] if rows else None
+
+    # schema -------------------------------------------------------------------------------------
+
+    def _prepare_schema(self, conn: psycopg.Connection, create: bool) -> None:
+        """Check pgvector, then create or migrate the schema; DDL only when something is missing."""
+        version = 0
+        if conn.execute("SELECT to_regclass('ragraf.schema_version')").fetchone()[0]:  # type: ignore[index]
+            row = conn.execute("SELECT coalesce(max(version), 0) FROM ragraf.schema_version").fetchone()
+            version = int(row[0]) if row else 0
+        if version == 0 and not create:
+            raise IndexMissingError(
+                f"no ragraf index in PostgreSQL at {self.where}/{self.database} yet",
+                suggest="run `ragraf index` first (it creates the schema)",
+            )
+        ext_schema = self._ensure_vector(conn)
+        self._search_path = f'{SCHEMA}, "{ext_schema}"' if ext_schema != SCHEMA else SCHEMA
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"the index schema in PostgreSQL at {self.where} was written by a newer ragraf (schema {version})",
+                suggest="upgrade ragraf on this machine",
+            )
+        if version < len(MIGRATIONS):
+            self._migrate(conn)
+        conn.execute("SELECT set_config('search_path', %s, false)", (self._search_path,))
+
+    def _ensure_vector(self, conn: psycopg.Connection) -> str:
+        """The schema holding the vector extension; created here when allowed, else an actionable error."""
+        found = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'vector'"
+        ).fetchone()
+        if found:
+            return str(found[0])
+        available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+        if not available:
+            raise StoreError(
+                f"the pgvector extension is not installed on the PostgreSQL server at {self.where}",
+                suggest="install pgvector on the server (package postgresql-NN-pgvector, or build it), "
+                f"then run CREATE EXTENSION vector as a superuser in database {self.database}",
+            )
+        try:
+            with conn.transaction():
+                # Two first runs would both try; IF NOT EXISTS alone does not survive that race.
+                conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.errors.InsufficientPrivilege:
+            raise StoreError(
+                f"the vector extension is missing in database {self.database!r} at {self.where}, "
+                "and this user may not create it",
+                suggest=f"run CREATE EXTENSION vector as a superuser in database {self.database}, "
+                "or install pgvector",
+            ) from None
+        return self._ensure_vector(conn)
+
+    def _migrate(self, conn: psycopg.Connection) -> None:
+        """Apply the missing numbered migrations under a lock, so two first runs cannot race."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
+            conn.execute("SELECT set_config('statement_timeout', '0', true)")
+            conn.execute(BOOTSTRAP)
+            conn.execute("SELECT set_config('search_path', %s, true)", (self._search_path,))
+            version = conn.execute("SELECT coalesce(max(version), 0) FROM ragraf.schema_version").fetchone()
+            for number in range((version or (0,))[0], len(MIGRATIONS)):
+                conn.execute(MIGRATIONS[number])
+                conn.execute("INSERT INTO ragraf.schema_version (version) VALUES (%s)", (number + 1,))
+
+    def _repository(self, conn: psycopg.Connection, create: bool) -> int:
+        row = conn.execute("SELECT id FROM repositories WHERE key = %s", (self.repo_key,)).fetchone()
+        if row is None and create:
+            conn.execute(
+                "INSERT INTO repositories (key) VALUES (%s) ON CONFLICT (key) DO NOTHING", (self.repo_key,)
+            )
+            row = conn.execute("SELECT id FROM repositories WHERE key = %s", (self.repo_key,)).fetchone()
+        if row is None:
+            raise IndexMissingError(
+                f"no index yet for {self.repo_key} in PostgreSQL at {self.where}/{self.database}",
+                suggest="run `ragraf index` first",
+            )
+        return int(row[0])
+
+    # the writer lock ---------------------------------------------------------------------------
+
+    @contextmanager
+    def writer_lock(self, wait: bool = True, timeout_s: float = 600.0) -> Iterator[None]:
+        """One writer per repository: a session advisory lock, freed by the server if the holder dies."""
+        name = f"ragraf writer pid {os.getpid()} on {socket.gethostname()}"
+        conn = self._connect(name)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while not self._try_lock(conn):
+                if not wait or time.monotonic() > deadline:
+                    raise LockHeldError(
+                        f"another indexer holds the index lock of {self.repo_key}: {self._lock_holder(conn)}",
+                        suggest="wait for it to finish, or run without --no-wait to queue behind it",
+                    )
+                time.sleep(0.1)
+            try:
+                yield
+            finally:
+                if not conn.closed:
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_WRITER, self.repo_id))
+        except psycopg.Error as exc:
+            raise self._translate(exc) from None
+        finally:
+            conn.close()
+
+    def _try_lock(self, conn: psycopg.Connection) -> bool:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_WRITER, self.repo_id)).fetchone()
+        return bool(row and row[0])
+
+    def _lock_holder(self, conn: psycopg.Connection) -> str:
+        row = conn.execute(
+            "SELECT a.pid, a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l "
+            "LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
+            "AND l.classid = %s::oid AND l.objid = %s::oid AND l.objsubid = 2 LIMIT 1",
+            (LOCK_WRITER, self.repo_id),
+        ).fetchone()
+        if row is None:
+            return "another process"
+        pid, app, addr, since = row
+        who = app or f"server pid {pid}"
+        when = since.isoformat(timespec="seconds") if since else "?"
+        return f"{who} (from {addr or 'a local socket'}, since {when})"
+
+    # revisions ----------------------------------------------------------------------------------
+
+    def current_revision(self) -> Revision | None:
+        row = self._row(
+            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE repo_id = %s ORDER BY rev_no DESC LIMIT 1",
+            (self.repo_id,),
+        )
+        return Revision(*row) if row else None
+
+    def revisions(self) -> list[Revision]:
+        rows = self._rows(
+            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE repo_id = %s ORDER BY rev_no", (self.repo_id,)
+        )
+        return [Revision(*row) for row in rows]
+
+    def revision(self, name: str) -> Revision | None:
+        row = self._row(
+            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE repo_id = %s AND rev = %s", (self.repo_id, name)
+        )
+        return Revision(*row) if row else None
+
+    def manifest(self, rev_no: int) -> dict[str, ManifestEntry]:
+        rows = self._rows(
+            "SELECT path, sha256, content_id, size FROM manifest WHERE repo_id = %s AND rev_no = %s",
+            (self.repo_id, rev_no),
+        )
+        return {row[0]: ManifestEntry(*row) for row in rows}
+
+    def commit_revision(self, new: NewRevision) -> Revision:
+        """Insert the revision, its manifest and the ledger's archive in one transaction."""
+        created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with self._tx() as conn:
+            # The counter row also serialises two committers of one repository.
+            nxt = conn.execute(
+                "UPDATE repositories SET last_rev_no = last_rev_no + 1 WHERE id = %s RETURNING last_rev_no",
+                (self.repo_id,),
+            ).fetchone()[0]  # type: ignore[index]
+            ids = sorted({e.content_id for e in new.manifest})
+            n_chunks = conn.execute(
+                "SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE repo_id = %s AND id = ANY(%s)",
+                (self.repo_id, ids),
+            ).fetchone()[0]  # type: ignore[index]
+            rev = Revision(
+                nxt,
+                f"rev-{nxt:04d}",
+                new.corpus_hash,
+                created,
+                new.index_version,
+                new.git_head,
+                new.git_branch,
+                len(new.manifest),
+                int(n_chunks),
+            )
+            conn.execute(
+                f"INSERT INTO revisions (repo_id, {_REVISION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (self.repo_id, *_revision_values(rev)),
+            )
+            self._copy_manifest(conn, rev.rev_no, new.manifest)
+            # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
+            self._insert_drift(conn, new.events)
+            self._archive_ledger(conn, rev.rev, created)
+        return rev
+
+    def _copy_manifest(self, conn: psycopg.Connection, rev_no: int, entries: Sequence[ManifestEntry]) -> None:
+        with conn.cursor().copy(
+            "COPY manifest (repo_id, rev_no, path, sha256, content_id, size) FROM STDIN"
+        ) as copy:
+            for e in entries:
+                copy.write_row((self.repo_id, rev_no, _clean(e.path), e.sha256, e.content_id, e.size))
+
+    def _archive_ledger(self, conn: psycopg.Connection, closer: str, at: str) -> None:
+        # DELETE .. RETURNING moves exactly the rows it removes: an entry a reader registers meanwhile
+        # stays open for the next revision instead of vanishing between a copy and a delete.
+        conn.execute(
+            "WITH moved AS (DELETE FROM drift_ledger WHERE repo_id = %s RETURNING *) "
+            "INSERT INTO drift_archive (repo_id, entry_id, rev, change, path, detected_by, detected_at, "
+            "old_sha256, new_sha256, affected_nodes, affected_symbols, dedupe_key, closed_by, archived_at) "
+            f"SELECT repo_id, {_LEDGER_COLUMNS}, %s, %s FROM moved ORDER BY entry_id ON CONFLICT DO NOTHING",
+            (self.repo_id, closer, at),
+        )
+
+    # contents and chunks ------------------------------------------------------------------------
+
+    def content_ids(self, keys: list[ContentKey]) -> dict[ContentKey, int]:
+        if not keys:
+            return {}
+        for attempt in (1, 2):
+            try:
+                with self.pool.connection() as conn:
+                    return self._content_ids(conn, keys)
+            except (psycopg.Error, PoolTimeout) as exc:
+                if attempt == 1 and _connection_lost(exc):
+                    continue
+                raise self._translate(exc) from None
+        raise AssertionError("unreachable")
+
+    def _content_ids(self, conn: psycopg.Connection, keys: Sequence[ContentKey]) -> dict[ContentKey, int]:
+        rows = conn.execute(
+            "SELECT c.sha256, c.language, c.chunker, c.id FROM contents c "
+            "JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k (sha256, language, chunker) "
+            "ON c.sha256 = k.sha256 AND c.language = k.language AND c.chunker = k.chunker "
+            "WHERE c.repo_id = %s",
+            ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], self.repo_id),
+        ).fetchall()
+        return {(r[0], r[1], r[2]): int(r[3]) for r in rows}
+
+    def add_contents(self, items: list[ContentBundle]) -> dict[ContentKey, int]:
+        """Store chunks and facts of new contents in one transaction (orphans until a revision names them)."""
+        if not items:
+            return {}
+        with self._tx() as conn:
+            return self._add_contents(conn, items)
+
+    def _next_ids(self, conn: psycopg.Connection, table: str, count: int) -> list[int]:
+        """Ids drawn from a table's identity sequence, so COPY can write rows that refer to each other."""
+        if count == 0:
+            return []
+        rows = conn.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+            (f"{SCHEMA}.{table}", count),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def _add_contents(
+        self, conn: psycopg.Connection, items: Sequence[ContentBundle]
+    ) -> dict[ContentKey, int]:
+        # The repository row lock serialises content writers of one repository, so a content is
+        # never inserted twice; other repositories and every reader go on meanwhile.
+        conn.execute("SELECT 1 FROM repositories WHERE id = %s FOR UPDATE", (self.repo_id,))
+        ids = self._content_ids(conn, [item.key for item in items])
+        new: dict[ContentKey, ContentBundle] = {}
+        for item in items:
+            if item.key not in ids:
+                new.setdefault(item.key, item)
+        if not new:
+            return {item.key: ids[item.key] for item in items}
+        bundles = list(new.values())
+        content_ids = self._next_ids(conn, "contents", len(bundles))
+        chunk_ids = iter(self._next_ids(conn, "chunks", sum(len(item.chunks) for item in bundles)))
+        n_chunks = n_tokens = 0
+        cur = conn.cursor()
+        with cur.copy(
+            "COPY contents (id, repo_id, sha256, language, chunker, n_chunks, facts_status) FROM STDIN"
+        ) as copy:
+            for item, content_id in zip(bundles, content_ids, strict=True):
+                ids[item.key] = content_id
+                copy.write_row((content_id, self.repo_id, *item.key, len(item.chunks), item.facts_status))
+        with cur.copy(
+            "COPY chunks (id, repo_id, content_id, ord, start_line, end_line, symbol, text, lex_body, "
+            "lex_symbol, lex_len) FROM STDIN"
+        ) as copy:
+            for item, content_id in zip(bundles, content_ids, strict=True):
+                for c in item.chunks:
+                    body = lex_tokens(c.index_text)
+                    symbol = lex_tokens(c.symbol or "")
+                    n_chunks += 1
+                    n_tokens += len(body) + len(symbol)
+                    copy.write_row(
+                        (
+                            next(chunk_ids),
+                            self.repo_id,
+                            content_id,
+                            c.ord,
+                            c.start_line,
+                            c.end_line,
+                            _clean(c.symbol),
+                            _clean(c.text),
+                            " ".join(body),
+                            " ".join(symbol),
+                            len(body) + len(symbol),
+                        )
+                    )
+        with cur.copy(
+            "COPY facts (repo_id, content_id, kind, name, name_lower, def_kind, container, line, start_line, "
+            "end_line, signature, is_call, body_hash) FROM STDIN"
+        ) as copy:
+            for item, content_id in zip(bundles, content_ids, strict=True):
+                for f in item.facts:
+                    copy.write_row(
+                        (
+                            self.repo_id,
+                            content_id,
+                            f.kind,
+                            _clean(f.name),
+                            _clean(f.name.lower()),
+                            f.def_kind,
+                            _clean(f.container),
+                            f.line,
+                            f.start_line,
+                            f.end_line,
+                            _clean(f.signature),
+                            f.is_call,
+                            f.body_hash,
+                        )
+                    )
+        # BM25 needs the row count and the mean length; counters beat a scan on every query.
+        conn.execute(
+            "UPDATE repositories SET n_chunks = n_chunks + %s, n_tokens = n_tokens + %s WHERE id = %s",
+            (n_chunks, n_tokens, self.repo_id),
+        )
+        return {item.key: ids[item.key] for item in items}
+
+    def count_chunks(self, rev_no: int) -> int:
+        row = self._row(
+            "SELECT chunks FROM revisions WHERE repo_id = %s AND rev_no = %s", (self.repo_id, rev_no)
+        )
+        return int(row[0]) if row else 0
+
+    def chunks_of(self, rev_no: int, path: str) -> list[ChunkHit]:
+        rows = self._rows(
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id WHERE m.repo_id = %s AND m.rev_no = %s "
+            "AND m.path = %s ORDER BY c.ord",
+            (self.repo_id, rev_no, path),
+        )
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]) for r in rows]
+
+    def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
+        """BM25 (FTS5's formula and weights) over chunk text and symbols, restricted to one revision.
+
+        `match` is the FTS5 string tokens.fts_match builds ("a" OR "b"); each quoted term is one
+        operand (a phrase when it holds several tokens), and the operands are OR-ed.
+        """
+        operands = match_terms(match)
+        if not operands or limit <= 0:
+            return []
+        # Every chunk of the repository that matches a term counts for the IDF, as in FTS5, where
+        # older revisions' chunks share the index; the score is FTS5's bm25() term for term:
+        # tf = body hits + 4 x symbol hits (ts_rank_cd with weights D=.25, A=1, times 4).
+        rows = self._rows(
+            """
+            WITH terms AS (
+                SELECT i, to_tsquery(%(cfg)s::regconfig, op) AS q
+                FROM unnest(%(ops)s::text[]) WITH ORDINALITY AS u (op, i)
+            ),
+            matched AS (
+                SELECT c.id, c.content_id, c.lex_len, c.tsv FROM chunks c
+                WHERE c.tsv @@ to_tsquery(%(cfg)s::regconfig, %(any)s) AND c.repo_id = %(repo)s
+            ),
+            hits AS (
+                SELECT m.id, m.content_id, m.lex_len, t.i,
+                       4 * ts_rank_cd('{0.25, 0.25, 0.25, 1}', m.tsv, t.q, 0) AS tf
+                FROM matched m JOIN terms t ON m.tsv @@ t.q
+            ),
+            df AS (SELECT i, count(*) AS n FROM hits GROUP BY i),
+            stats AS (
+                SELECT greatest(n_chunks, 1)::float8 AS n_rows,
+                       greatest(n_tokens, 1)::float8 / greatest(n_chunks, 1) AS avgdl
+                FROM repositories WHERE id = %(repo)s
+            ),
+            scored AS (
+                SELECT h.id, h.content_id, sum(
+                    greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6)
+                    * (h.tf * (%(k1)s + 1)) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.lex_len / s.avgdl))
+                ) AS score
+                FROM hits h JOIN df d USING (i) CROSS JOIN stats s
+                GROUP BY h.id, h.content_id
+            )
+            SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, sc.score, m.sha256
+            FROM scored sc
+            JOIN manifest m ON m.repo_id = %(repo)s AND m.rev_no = %(rev)s AND m.content_id = sc.content_id
+            JOIN chunks c ON c.id = sc.id
+            ORDER BY sc.score DESC, m.path, c.start_line
+            LIMIT %(limit)s
+            """,
+            {
+                "cfg": TS_CONFIG,
+                "ops": operands,
+                "any": " | ".join(f"({op})" for op in operands),
+                "repo": self.repo_id,
+                "rev": rev_no,
+                "k1": BM25_K1,
+                "b": BM25_B,
+                "limit": limit,
+            },  # type: ignore[arg-type]
+        )
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
+
+    # facts --------------------------------------------------------------------------------------
+
+    def find_facts(
+        self,
+        rev_no: int,
+        fact_kind: str,
+        name: str | None = None,
+        path: str | None = None,
+        exact: bool = True,
+        limit: int = 1000,
+    ) -> list[FactHit]:
+        """Facts of one kind in a revision, by name (exact or case-insensitive) and/or path."""
+        where = [sql.SQL("m.repo_id = %s AND m.rev_no = %s AND f.kind = %s")]
+        args: list[object] = [self.repo_id, rev_no, fact_kind]
+        if name is not None:
+            where.append(sql.SQL("f.name_lower = %s"))
+            args.append(name.lower())
+            if exact:
+                where.append(sql.SQL("f.name = %s"))
+                args.append(name)
+        if path is not None:
+            where.append(sql.SQL("m.path = %s"))
+            args.append(path)
+        query = sql.SQL(
+            "SELECT f.kind, f.name, f.def_kind, m.path, f.line, f.start_line, f.end_line, f.container, "
+            "f.signature, f.is_call, f.body_hash FROM facts f JOIN manifest m ON m.content_id = f.content_id "
+            "WHERE {} ORDER BY m.path, f.line, f.id LIMIT %s"
+        ).format(sql.SQL(" AND ").join(where))
+        rows = self._rows(query, (*args, limit))
+        return [FactHit(*r[:9], bool(r[9]), r[10]) for r in rows]
+
+    def facts_status(self, rev_no: int, path: str) -> str | None:
+        row = self._row(
+            "SELECT c.facts_status FROM manifest m JOIN contents c ON c.id = m.content_id "
+            "WHERE m.repo_id = %s AND m.rev_no = %s AND m.path = %s",
+            (self.repo_id, rev_no, path),
+        )
+        return row[0] if row else None
+
+    # drift ledger -------------------------------------------------------------------------------
+
+    def register_drift(self, events: list[DriftEvent]) -> int:
+        """Append events to the ledger; an event registered twice adds nothing. Returns entries added."""
+        if not events:
+            return 0
+        keys = [dedupe_key(e) for e in events]
+        # Known events cost a read, not a write: a read-only user still answers.
+        known = {
+            r[0]
+            for r in self._rows(
+                "SELECT dedupe_key FROM drift_ledger WHERE repo_id = %s AND dedupe_key = ANY(%s)",
+                (self.repo_id, keys),
+            )
+        }
+        fresh = [e for e, k in zip(events, keys, strict=True) if k not in known]
+        if not fresh:
+            return 0
+        with self._tx() as conn:
+            return self._insert_drift(conn, fresh)
+
+    def _insert_drift(self, conn: psycopg.Connection, events: Sequence[DriftEvent]) -> int:
+        # The first revision's events name no revision (nothing to drift from); SQLite's
+        # INSERT OR IGNORE drops them on its NOT NULL, and so do we.
+        events = [e for e in events if e.rev is not None]
+        if not events:
+            return 0
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        old_ids = sorted({e.old_content_id for e in events if e.old_content_id is not None})
+        nodes: dict[int, list[int]] = {}
+        symbols: dict[int, list[dict[str, object]]] = {}
+        if old_ids:
+            for content_id, chunk_ids in conn.execute(
+                "SELECT content_id, array_agg(id ORDER BY ord) FROM chunks "
+                "WHERE content_id = ANY(%s) AND repo_id = %s GROUP BY content_id",
+                (old_ids, self.repo_id),
+            ):
+                nodes[content_id] = list(chunk_ids)
+            for content_id, name, container, kind, line in conn.execute(
+                "SELECT content_id, name, container, def_kind, line FROM facts "
+                "WHERE content_id = ANY(%s) AND repo_id = %s AND kind = 'def' ORDER BY content_id, line, id",
+                (old_ids, self.repo_id),
+            ):
+                symbols.setdefault(content_id, []).append(
+                    {"name": f"{container}.{name}" if container else name, "kind": kind, "line": line}
+                )
+        columns: list[list[object]] = [[] for _ in range(9)]
+        for e in events:
+            row = (
+                e.rev,
+                e.change,
+                _clean(e.path),
+                e.detected_by,
+                e.old_sha256,
+                e.new_sha256,
+                json.dumps(nodes.get(e.old_content_id, []) if e.old_content_id is not None else []),
+                json.dumps(symbols.get(e.old_content_id, []) if e.old_content_id is not None else []),
+                dedupe_key(e),
+            )
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
+        added = conn.execute(
+            "INSERT INTO drift_ledger (repo_id, rev, change, path, detected_by, detected_at, old_sha256, "
+            "new_sha256, affected_nodes, affected_symbols, dedupe_key) "
+            "SELECT %s, u.rev, u.change, u.path, u.detected_by, %s, u.old_sha256, u.new_sha256, "
+            "u.nodes::json, u.symbols::json, u.dedupe_key "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[]) WITH ORDINALITY "
+            "AS u (rev, change, path, detected_by, old_sha256, new_sha256, nodes, symbols, dedupe_key, ord) "
+            "ORDER BY u.ord ON CONFLICT (repo_id, dedupe_key) DO NOTHING RETURNING entry_id",
+            (self.repo_id, now, *columns),
+        ).fetchall()
+        return len(added)
+
+    def open_entries(self, rev: str | None = None) -> list[DriftEntry]:
+        if rev:
+            rows = self._rows(
+                f"SELECT {_LEDGER_COLUMNS} FROM drift_ledger WHERE repo_id = %s AND rev = %s ORDER BY entry_id",
+                (self.repo_id, rev),
+            )
+        else:
+            rows = self._rows(
+                f"SELECT {_LEDGER_COLUMNS} FROM drift_ledger WHERE repo_id = %s ORDER BY entry_id",
+                (self.repo_id,),
+            )
+        return [_entry(r) for r in rows]
+
+    def open_summary(self, rev: str, paths: list[str]) -> tuple[int, int]:
+        """(open entries of rev, affected symbols of the latest entry of each given path)."""
+        row = self._row(
+            "SELECT (SELECT count(*) FROM drift_ledger WHERE repo_id = %(repo)s AND rev = %(rev)s), "
+            "(SELECT coalesce(sum(json_array_length(l.affected_symbols)), 0) FROM unnest(%(paths)s::text[]) p (path) "
+            " CROSS JOIN LATERAL (SELECT affected_symbols FROM drift_ledger WHERE repo_id = %(repo)s "
+            "  AND rev = %(rev)s AND path = p.path ORDER BY entry_id DESC LIMIT 1) l)",
+            {"repo": self.repo_id, "rev": rev, "paths": paths},  # type: ignore[arg-type]
+        )
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    def archived_entries(self, closed_by: list[str]) -> list[DriftEntry]:
+        if not closed_by:
+            return []
+        rows = self._rows(
+            f"SELECT {_LEDGER_COLUMNS}, closed_by FROM drift_archive WHERE repo_id = %s AND closed_by = ANY(%s) "
+            "ORDER BY entry_id",
+            (self.repo_id, closed_by),
+        )
+        return [_entry(r) for r in rows]
+
+    # vectors ------------------------------------------------------------------------------------
+
+    def _model(self, model: str) -> tuple[int, int] | None:
+        """(id, dim) of a model that has stored vectors, cached (a model's id and dim never change)."""
+        if model not in self._models:
+            row = self._row("SELECT id, dim FROM models WHERE name = %s", (model,))
+            if row is None:
+                return None
+            self._models[model] = (int(row[0]), int(row[1]))
+        return self._models[model]
+
+    def chunks_missing_vectors(self, rev_no: int, model: str, limit: int) -> list[ChunkHit]:
+        """Chunks of a revision that have no vector for model yet (each chunk once, whatever its paths)."""
+        found = self._model(model)
+        rows = self._rows(
+            "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id WHERE m.repo_id = %s AND m.rev_no = %s "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model_id = %s AND v.chunk_id = c.id) "
+            "GROUP BY c.id ORDER BY c.id LIMIT %s",
+            (self.repo_id, rev_no, found[0] if found else -1, limit),
+        )
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in rows]
+
+    def add_vectors(self, model: str, items: list[tuple[int, bytes]], dim: int) -> None:
+        """Store float32 unit vectors per chunk (a second write for a chunk replaces the first)."""
+        if not items:
+            return
+        with self._tx() as conn:
+            model_id = self._insert_vectors(conn, model, items, dim)
+            self._ensure_vector_index(conn, model_id, dim)
+
+    def _insert_vectors(
+        self, conn: psycopg.Connection, model: str, items: Sequence[tuple[int, bytes]], dim: int
+    ) -> int:
+        row = conn.execute(
+            "INSERT INTO models (name, dim) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET name = excluded.name "
+            "RETURNING id, dim",
+            (model, dim),
+        ).fetchone()
+        assert row is not None
+        model_id, stored_dim = int(row[0]), int(row[1])
+        if stored_dim != dim:
+            raise StoreError(
+                f"model {model} already has {stored_dim}-dimensional vectors in PostgreSQL; got {dim}",
+                suggest="give the model a distinct id (its dimension is part of the index version)",
+            )
+        self._models[model] = (model_id, dim)
+        matrix = np.frombuffer(b"".join(blob for _, blob in items), dtype=np.float32).reshape(len(items), dim)
+        for start in range(0, len(items), 2000):
+            part = items[start : start + 2000]
+            conn.execute(
+                "INSERT INTO vectors (model_id, chunk_id, repo_id, embedding) "
+                "SELECT %s, u.chunk_id, c.repo_id, u.embedding FROM unnest(%s::bigint[], %s::vector[]) "
+                "AS u (chunk_id, embedding) JOIN chunks c ON c.id = u.chunk_id AND c.repo_id = %s "
+                "ON CONFLICT (model_id, chunk_id) DO UPDATE SET embedding = excluded.embedding",
+                (model_id, [cid for cid, _ in part], list(matrix[start : start + len(part)]), self.repo_id),
+            )
+        return model_id
+
+    def _ensure_vector_index(self, conn: psycopg.Connection, model_id: int, dim: int) -> None:
+        """The model's partial HNSW index, built once after its first vectors (a bulk build beats inserts)."""
+        if model_id in self._indexed_models:
+            return
+        name = f"vectors_hnsw_m{model_id}"
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_VECTOR_INDEX, model_id))
+        exists = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{name}",)).fetchone()
+        if not (exists and exists[0]):
+            conn.execute("SELECT set_config('statement_timeout', '0', true)")
+            conn.execute("SELECT set_config('maintenance_work_mem', '512MB', true)")
+            # DDL takes no bind parameters; both numbers come from our own models table.
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw ((embedding::vector({})) "
+                    "vector_cosine_ops) WHERE model_id = {}"
+                ).format(
+                    sql.Identifier(name), sql.Identifier(SCHEMA), sql.Literal(dim), sql.Literal(model_id)
+                )
+            )
+            # Fresh statistics let the planner pick the new index over a scan of every vector.
+            conn.execute("ANALYZE vectors")
+        self._indexed_models.add(model_id)
+
+    def vector_coverage(self, rev_no: int, model: str) -> float:
+        found = self._model(model)
+        row = self._row(
+            "SELECT count(DISTINCT c.id), count(DISTINCT v.chunk_id) FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id "
+            "LEFT JOIN vectors v ON v.chunk_id = c.id AND v.model_id = %s WHERE m.repo_id = %s AND m.rev_no = %s",
+            (found[0] if found else -1, self.repo_id, rev_no),
+        )
+        total, covered = row if row else (0, 0)
+        return 1.0 if not total else covered / total
+
+    def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]:
+        """Cosine similarity over the chunks of one revision: exact for small revisions, HNSW beyond."""
+        found = self._model(model)
+        if found is None or found[1] != dim or limit <= 0:
+            return []
+        model_id = found[0]
+        vec = np.frombuffer(query, dtype=np.float32)
+        if self.count_chunks(rev_no) <= EXACT_VECTOR_MAX:
+            best = self._rows(
+                "SELECT v.chunk_id, v.embedding <=> %s AS distance FROM vectors v "
+                "JOIN chunks c ON c.id = v.chunk_id "
+                "WHERE v.model_id = %s AND c.content_id IN "
+                "(SELECT content_id FROM manifest WHERE repo_id = %s AND rev_no = %s) "
+                "ORDER BY distance, v.chunk_id LIMIT %s",
+                (vec, model_id, self.repo_id, rev_no, limit),
+            )
+        else:
+            best = self._hnsw_search(model_id, dim, vec, rev_no, limit)
+        if not best:
+            return []
+        score = {int(chunk_id): 1.0 - float(distance) for chunk_id, distance in best}
+        rows = self._rows(
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM chunks c "
+            "JOIN manifest m ON m.content_id = c.content_id AND m.repo_id = %s AND m.rev_no = %s "
+            "WHERE c.id = ANY(%s)",
+            (self.repo_id, rev_no, list(score)),
+        )
+        hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], score[r[0]], r[6]) for r in rows]
+        hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+        return hits
+
+    def _hnsw_search(
+        self, model_id: int, dim: int, vec: np.ndarray, rev_no: int, limit: int
+    ) -> list[tuple[Any, ...]]:
+        query = hnsw_query(model_id, dim)
+        with self._tx() as conn:
+            conn.execute(
+                # enable_sort off: the only ordered path left is the HNSW index, whatever the statistics say.
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('enable_sort', 'off', true)",
+                (str(min(1000, max(64, 2 * limit))),),
+            )
+            rows = conn.execute(query, (vec, self.repo_id, self.repo_id, rev_no, vec, limit)).fetchall()
+        # relaxed_order may return neighbours slightly out of order.
+        return sorted(rows, key=lambda r: (r[1], r[0]))
+
+    # stat cache ---------------------------------------------------------------------------------
+
+    def stat_cache(self) -> dict[str, StatEntry]:
+        rows = self._rows(
+            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache WHERE repo_id = %s",
+            (self.repo_id,),
+        )
+        return {row[0]: StatEntry(*row[1:]) for row in rows}
+
+    def update_stat_cache(self, entries: dict[str, StatEntry], removed: list[str]) -> None:
+        if not entries and not removed:
+            return
+        paths = list(entries)
+        values = list(entries.values())
+        with self._tx() as conn:
+            if removed:
+                conn.execute(
+                    "DELETE FROM stat_cache WHERE repo_id = %s AND path = ANY(%s)", (self.repo_id, removed)
+                )
+            if entries:
+                conn.execute(
+                    "INSERT INTO stat_cache (repo_id, path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) "
+                    "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], "
+                    "%s::text[], %s::bigint[]) ON CONFLICT (repo_id, path) DO UPDATE SET size = excluded.size, "
+                    "mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns, inode = excluded.inode, "
+                    "sha256 = excluded.sha256, checked_ns = excluded.checked_ns",
+                    (
+                        self.repo_id,
+                        [_clean(p) for p in paths],
+                        [e.size for e in values],
+                        [e.mtime_ns for e in values],
+                        [e.ctime_ns for e in values],
+                        [e.inode for e in values],
+                        [e.sha256 for e in values],
+                        [e.checked_ns for e in values],
+                    ),
+                )
+
+    # retention ----------------------------------------------------------------------------------
+
+    def gc(self, keep: int) -> dict[str, int]:
+        """Drop revisions beyond the last `keep` and every content no kept revision names."""
+        keep = max(1, keep)
+        with self._tx() as conn:
+            conn.execute("SELECT 1 FROM repositories WHERE id = %s FOR UPDATE", (self.repo_id,))
+            old = [
+                r[0]
+                for r in conn.execute(
+                    "DELETE FROM revisions WHERE repo_id = %s AND rev_no IN (SELECT rev_no FROM revisions "
+                    "WHERE repo_id = %s ORDER BY rev_no DESC OFFSET %s) RETURNING rev_no",
+                    (self.repo_id, self.repo_id, keep),
+                )
+            ]
+            # Chunks, facts and vectors of a deleted content go with it (ON DELETE CASCADE).
+            stats = conn.execute(
+                "WITH orphans AS (DELETE FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
+                "(SELECT 1 FROM manifest m WHERE m.content_id = c.id) RETURNING c.id) "
+                "SELECT (SELECT count(*) FROM orphans), count(ch.id), coalesce(sum(ch.lex_len), 0) "
+                "FROM orphans o JOIN chunks ch ON ch.content_id = o.id",
+                (self.repo_id,),
+            ).fetchone()
+            assert stats is not None
+            contents_removed, chunks_removed, tokens_removed = (int(v) for v in stats)
+            if chunks_removed:
+                conn.execute(
+                    "UPDATE repositories SET n_chunks = n_chunks - %s, n_tokens = n_tokens - %s WHERE id = %s",
+                    (chunks_removed, tokens_removed, self.repo_id),
+                )
+        return {
+            "revisions_removed": len(old),
+            "contents_removed": contents_removed,
+            "chunks_removed": chunks_removed,
+        }
+
+    def drop_repository(self) -> None:
+        """Delete this repository's whole index (every revision, content, vector and ledger entry)."""
+        with self._tx() as conn:
+            conn.execute("DELETE FROM repositories WHERE id = %s", (self.repo_id,))
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _revision_values(rev: Revision) -> tuple[object, ...]:
+    return (
+        rev.rev_no,
+        rev.rev,
+        rev.corpus_hash,
+        rev.created_at,
+        rev.index_version,
+        rev.git_head,
+        rev.git_branch,
+        rev.files,
+        rev.chunks,
+    )
+
+
+def _entry(row: tuple[Any, ...]) -> DriftEntry:
+    closed = row[11] if len(row) > 11 else None
+    return DriftEntry(*row[:8], list(row[8]), list(row[9]), row[10], closed)
+
+
+def hnsw_query(model_id: int, dim: int) -> sql.Composed:
+    """Nearest chunks of one revision by the model's HNSW index; params: query, repo, repo, rev, query, limit."""
+    # The expression and the model predicate must match the partial index's literally, so both
+    # numbers are spelled in the SQL; they come from our own models table. OFFSET 0 keeps the
+    # revision test a per-candidate lookup (two index probes) instead of a join the planner could
+    # drive from the revision's side; iterative scanning walks the graph until enough neighbours
+    # pass it.
+    typed = sql.SQL("vector({})").format(sql.Literal(dim))
+    return sql.SQL(
+        "SELECT v.chunk_id, v.embedding::{t} <=> %s::{t} AS distance FROM vectors v "
+        "WHERE v.model_id = {m} AND v.repo_id = %s AND EXISTS (SELECT 1 FROM manifest m "
+        "WHERE m.repo_id = %s AND m.rev_no = %s "
+        "AND m.content_id = (SELECT c.content_id FROM chunks c WHERE c.id = v.chunk_id) OFFSET 0) "
+        "ORDER BY v.embedding::{t} <=> %s::{t} LIMIT %s"
+    ).format(t=typed, m=sql.Literal(model_id))
