@@ -14,9 +14,9 @@ import re
 import socket
 import time
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -40,6 +40,7 @@ from ragraf.store.postgres_migrations import BOOTSTRAP, MIGRATIONS, SCHEMA, TS_C
 from ragraf.store.sqlite import dedupe_key
 
 ContentKey = tuple[str, str, str]  # (sha256, language, chunker)
+T = TypeVar("T")
 
 # Advisory lock keys (classid, objid): "RAGF" + a purpose, objid = repository / model id.
 LOCK_WRITER = 0x52414746
@@ -156,7 +157,6 @@ class PostgresStore:
             min_size=1,
             max_size=max(1, pool_size),
             configure=self._configure,
-            check=ConnectionPool.check_connection,  # a restarted server's dead connections are replaced
             timeout=connect_timeout_s * 2,
             name=f"ragraf:{repo_key}"[:60],
             open=True,
@@ -249,28 +249,62 @@ class PostgresStore:
             suggest="see the server log; run the command again",
         )
 
-    @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection]:
-        """A pooled connection inside one transaction: committed whole, or rolled back on any error."""
+    def _recover(self) -> None:
+        """After a lost connection: fail at once if the server is down, else replace the pool's dead ones."""
         try:
-            with self.pool.connection() as conn, conn.transaction():
-                yield conn
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise self._translate(exc) from None
+            psycopg.connect(self.dsn, **self._connect_kwargs()).close()
+        except psycopg.Error as exc:
+            raise self._unreachable(str(exc)) from None
+        self.pool.check()
 
-    def _rows(self, query: str | sql.Composable, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """Run one read; a connection lost to a server restart is retried once on a fresh one."""
+    def _read(self, run: Callable[[psycopg.Connection], T]) -> T:
+        """Run a read; a connection lost to a server restart is retried once on a fresh one."""
         for attempt in (1, 2):
             try:
                 with self.pool.connection() as conn:
-                    return conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+                    return run(conn)
             except (psycopg.Error, PoolTimeout) as exc:
                 if attempt == 1 and _connection_lost(exc):
+                    self._recover()
                     continue
                 raise self._translate(exc) from None
         raise AssertionError("unreachable")
 
-    def _row(self, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
+    def _rows(
+        self, query: str | sql.Composable, params: Sequence[object] | dict[str, object] = ()
+    ) -> list[tuple[Any, ...]]:
+        return self._read(lambda conn: conn.execute(query, params).fetchall())  # type: ignore[arg-type]
+
+    def _live_connection(self) -> psycopg.Connection:
+        """A pooled connection that has just answered; a dead one (server restart) is replaced once."""
+        for attempt in (1, 2):
+            conn = self.pool.getconn()
+            try:
+                conn.execute("SELECT 1")
+                return conn
+            except psycopg.Error as exc:
+                self.pool.putconn(conn)
+                if attempt == 2 or not _connection_lost(exc):
+                    raise
+                self._recover()
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection inside one transaction: committed whole, or rolled back on any error."""
+        try:
+            conn = self._live_connection()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc) from None
+        try:
+            with conn.transaction():
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc) from None
+        finally:
+            self.pool.putconn(conn)
+
+    def _row(self, query: str, params: Sequence[object] | dict[str, object] = ()) -> tuple[Any, ...] | None:
         rows = self._rows(query, params)
         return rows[0] if rows else None
 
@@ -483,15 +517,7 @@ class PostgresStore:
     def content_ids(self, keys: list[ContentKey]) -> dict[ContentKey, int]:
         if not keys:
             return {}
-        for attempt in (1, 2):
-            try:
-                with self.pool.connection() as conn:
-                    return self._content_ids(conn, keys)
-            except (psycopg.Error, PoolTimeout) as exc:
-                if attempt == 1 and _connection_lost(exc):
-                    continue
-                raise self._translate(exc) from None
-        raise AssertionError("unreachable")
+        return self._read(lambda conn: self._content_ids(conn, keys))
 
     def _content_ids(self, conn: psycopg.Connection, keys: Sequence[ContentKey]) -> dict[ContentKey, int]:
         rows = conn.execute(

@@ -1,0 +1,392 @@
+"""What only the PostgreSQL store promises: shared databases, advisory locks, crashes, restarts, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from pg_server import PgServer, free_port
+from store.sample_index import CHUNKER, commit_files, sha
+from support import SAMPLE
+
+from ragraf.config import Settings
+from ragraf.errors import ConfigError, IndexMissingError, LockHeldError, StoreError
+from ragraf.search.engine import lexical_candidates
+from ragraf.store import ChunkRecord, ContentBundle, DriftEvent, ManifestEntry, NewRevision, StatEntry
+from ragraf.store import postgres as pg
+from ragraf.store.postgres import PostgresStore, lex_tokens, match_terms
+from ragraf.store.sqlite import SqliteStore
+from ragraf.tokens import fts_match, query_terms
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def open_pg(pg_dsn: str) -> Iterator:  # type: ignore[type-arg]
+    """open_pg(key=None, dsn=None, create=True): a PostgresStore closed after the test."""
+    opened: list[PostgresStore] = []
+
+    def make(key: str | None = None, dsn: str | None = None, create: bool = True) -> PostgresStore:
+        store = PostgresStore(dsn or pg_dsn, key or f"pg-{uuid.uuid4().hex[:12]}", create=create, pool_size=4)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def fresh_database(pg_server: PgServer) -> str:
+    return pg_server.create_database(f"db_{uuid.uuid4().hex[:10]}")
+
+
+# many repositories, one database ------------------------------------------------------------
+
+
+def test_two_repositories_in_one_database_do_not_see_each_other(open_pg, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    a, b = open_pg(), open_pg()
+    rev_a = commit_files(a, settings, SAMPLE)
+    rev_b = commit_files(
+        b, settings, {"src/app/server.py": SAMPLE["src/app/server.py"], "only_b.py": "x = 1\n"}
+    )
+    assert rev_a.rev == rev_b.rev == "rev-0001"  # each repository numbers its own revisions
+    assert sorted(b.manifest(rev_b.rev_no)) == ["only_b.py", "src/app/server.py"]
+    # The same content in two repositories is stored once in each: ids never cross.
+    key = (sha(SAMPLE["src/app/server.py"]), "python", CHUNKER)
+    assert a.content_ids([key])[key] != b.content_ids([key])[key]
+    assert paths(lexical_candidates(b, rev_b.rev_no, "retry backoff", 10)) == []
+    assert b.find_facts(rev_b.rev_no, "def", name="retry_with_backoff") == []
+    assert len(a.find_facts(rev_a.rev_no, "def", name="retry_with_backoff")) == 1
+    a.register_drift([DriftEvent(rev_a.rev, "create", "new.py", "guard", None, "a" * 64)])
+    assert b.open_entries() == [] and len(a.open_entries()) == 1
+    a.update_stat_cache({"x.py": StatEntry(1, 2, 3, 4, "s" * 64, 5)}, [])
+    assert b.stat_cache() == {}
+    for store, rev in ((a, rev_a), (b, rev_b)):
+        chunks = store.chunks_missing_vectors(rev.rev_no, "m", 100)
+        store.add_vectors("m", [(c.chunk_id, unit(str(c.chunk_id)).tobytes()) for c in chunks], 8)
+    found = b.vector_search(rev_b.rev_no, "m", unit("q").tobytes(), 8, 50)
+    assert {h.path for h in found} == {"only_b.py", "src/app/server.py"}
+    commit_files(a, settings, {"one.py": "y = 2\n"})
+    assert a.gc(1)["revisions_removed"] == 1
+    assert b.current_revision() == rev_b and b.vector_coverage(rev_b.rev_no, "m") == 1.0
+    b.drop_repository()
+    assert a.current_revision() is not None
+    with pytest.raises(IndexMissingError):
+        open_pg(key=b.repo_key, create=False)
+
+
+def test_lexical_ranking_matches_sqlite_on_a_real_corpus(open_pg, settings: Settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = REPO / "benchmarks" / "data" / "fastapi"
+    files = sorted(root.glob("fastapi/**/*.py"))[:120] + sorted(root.glob("docs_src/**/*.py"))[:120]
+    if len(files) < 50:
+        pytest.skip("the fastapi bench corpus is not in this checkout")
+    texts = {str(p.relative_to(root)): p.read_text(errors="replace") for p in files}
+    sqlite = SqliteStore(tmp_path / "index.db", create=True)
+    stores = [sqlite, open_pg()]
+    revs = [commit_files(s, settings, texts) for s in stores]
+    queries = [
+        "dependency injection with yield", "OAuth2PasswordBearer token", "how are background tasks run",
+        "websocket route", "jsonable_encoder datetime", "request validation error handler",
+        "APIRouter include_router prefix", "response_model exclude unset", "UploadFile", "CORS middleware",
+        "Depends security scopes", "HTTPException status code detail", "path operation decorator",
+        "openapi schema generation", "query parameter alias", "Annotated Query", "lifespan startup",
+        "get_openapi", "serialize pydantic model", "StreamingResponse",
+    ]  # fmt: skip
+    same = 0
+    for q in queries:
+        tops = [paths(lexical_candidates(s, r.rev_no, q, 10)) for s, r in zip(stores, revs, strict=True)]
+        same += tops[0] == tops[1]
+    sqlite.close()
+    assert same / len(queries) >= 0.95
+
+
+# the writer lock ----------------------------------------------------------------------------
+
+
+def test_one_writer_per_repository_holds_the_advisory_lock(open_pg) -> None:  # type: ignore[no-untyped-def]
+    first = open_pg()
+    second = open_pg(key=first.repo_key)
+    other = open_pg()
+    with first.writer_lock(wait=False):
+        with pytest.raises(LockHeldError) as err, second.writer_lock(wait=False):
+            pass
+        assert "ragraf writer pid" in err.value.message and str(os.getpid()) in err.value.message
+        t0 = time.monotonic()
+        with pytest.raises(LockHeldError), second.writer_lock(wait=True, timeout_s=0.5):
+            pass
+        assert time.monotonic() - t0 >= 0.5
+        with other.writer_lock(wait=False):  # another repository is not blocked
+            pass
+    with second.writer_lock(wait=False):
+        pass
+
+
+def test_a_waiting_writer_gets_the_lock_when_the_holder_lets_go(open_pg) -> None:  # type: ignore[no-untyped-def]
+    first = open_pg()
+    second = open_pg(key=first.repo_key)
+    got = threading.Event()
+    with first.writer_lock(wait=False):
+
+        def wait_for_it() -> None:
+            with second.writer_lock(wait=True, timeout_s=10):
+                got.set()
+
+        thread = threading.Thread(target=wait_for_it)
+        thread.start()
+        time.sleep(0.3)
+        assert not got.is_set()
+    thread.join(10)
+    assert got.is_set()
+
+
+_KILLED_WRITER = """
+import json, sys, time
+from ragraf.store import DriftEvent, ManifestEntry, NewRevision
+from ragraf.store.postgres import PostgresStore
+
+dsn, key, manifest = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+store = PostgresStore(dsn, key)
+archive = PostgresStore._archive_ledger
+
+def stall(self, conn, closer, at):
+    archive(self, conn, closer, at)
+    print("inside the commit", flush=True)
+    time.sleep(600)
+
+PostgresStore._archive_ledger = stall
+with store.writer_lock(wait=False):
+    event = DriftEvent("rev-0001", "create", "half.py", "index", None, "c" * 64)
+    store.commit_revision(NewRevision("h2", "v", None, None, [ManifestEntry(*m) for m in manifest], [event]))
+"""
+
+
+def test_a_killed_writer_leaves_nothing_half_visible_and_frees_the_lock(open_pg, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    one = commit_files(store, settings, SAMPLE)
+    store.register_drift([DriftEvent(one.rev, "create", "seen.py", "guard", None, "d" * 64)])
+    manifest = [[e.path, e.sha256, e.content_id, e.size] for e in store.manifest(one.rev_no).values()]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, store.dsn, store.repo_key, json.dumps(manifest)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 30)
+        assert ready, (
+            child.stderr.read() if child.poll() is not None else "the writer never reached its commit"
+        )
+        assert child.stdout.readline().strip() == "inside the commit"  # type: ignore[union-attr]
+        # Mid-commit: the revision row, its manifest, the new entry and the archive exist only inside it.
+        assert store.current_revision() == one
+        assert store.manifest(2) == {}
+        assert [e.path for e in store.open_entries()] == ["seen.py"]
+        with pytest.raises(LockHeldError), store.writer_lock(wait=False):
+            pass
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        child.stdout.close()  # type: ignore[union-attr]
+        child.stderr.close()  # type: ignore[union-attr]
+    assert store.current_revision() == one
+    assert store.archived_entries(["rev-0002"]) == []
+    assert [e.path for e in store.open_entries()] == ["seen.py"]
+    with store.writer_lock(wait=True, timeout_s=10):  # the server frees a dead session's lock
+        two = commit_files(store, settings, SAMPLE)
+    assert two.rev == "rev-0002"
+    assert [e.path for e in store.archived_entries(["rev-0002"])] == ["seen.py"]
+
+
+# connections --------------------------------------------------------------------------------
+
+
+def test_the_next_call_after_a_server_restart_reconnects(
+    open_pg, pg_server: PgServer, settings: Settings
+) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    rev = commit_files(store, settings, SAMPLE)
+    assert store.current_revision() == rev
+    pg_server.restart()
+    assert store.current_revision() == rev
+    assert paths(lexical_candidates(store, rev.rev_no, "TCPConnector", 3))[0] == "src/app/server.py"
+    two = commit_files(store, settings, {"a.py": "x = 1\n"})
+    assert two.rev == "rev-0002"
+    with store.writer_lock(wait=False):
+        pass
+
+
+def test_a_server_that_is_down_gives_an_actionable_error() -> None:
+    dsn = f"postgresql://postgres@127.0.0.1:{free_port()}/ragraf"
+    with pytest.raises(StoreError) as err:
+        PostgresStore(dsn, "x", create=True, connect_timeout_s=2)
+    where = dsn.split("@")[1].split("/")[0]
+    assert err.value.message == (
+        f"PostgreSQL at {where} refused the connection; start it or check RAGRAF_PG_DSN"
+    )
+    with pytest.raises(ConfigError, match="connection string"):
+        PostgresStore("", "x")
+
+
+def test_a_server_going_down_later_gives_the_same_error(open_pg, pg_server: PgServer) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    store.current_revision()
+    pg_server.stop()
+    try:
+        with pytest.raises(StoreError, match="refused the connection; start it or check RAGRAF_PG_DSN"):
+            store.current_revision()
+    finally:
+        pg_server.start()
+    assert store.current_revision() is None
+
+
+def test_a_server_without_pgvector_says_to_install_it(pg_server: PgServer) -> None:
+    dsn = fresh_database(pg_server)
+    empty = tempfile.mkdtemp(prefix="no-extensions-")
+    os.chmod(empty, 0o755)
+    # PostgreSQL 18 looks for extensions on extension_control_path: an empty folder hides pgvector.
+    hidden = f"{dsn}?options=-c%20extension_control_path%3D{empty}"
+    with pytest.raises(StoreError) as err:
+        PostgresStore(hidden, "x", create=True)
+    assert "pgvector extension is not installed" in err.value.message
+    assert "CREATE EXTENSION vector" in err.value.suggest and "install pgvector" in err.value.suggest
+
+
+def test_a_user_who_may_not_create_the_extension_is_told_to_ask_a_superuser(pg_server: PgServer) -> None:
+    role = f"user_{uuid.uuid4().hex[:8]}"
+    pg_server.psql(f"CREATE ROLE {role} LOGIN")
+    db = f"db_{uuid.uuid4().hex[:10]}"
+    pg_server.create_database(db, owner=role)
+    with pytest.raises(StoreError) as err:
+        PostgresStore(pg_server.dsn(db, user=role), "x", create=True)
+    assert "vector extension is missing" in err.value.message
+    assert err.value.suggest.startswith(f"run CREATE EXTENSION vector as a superuser in database {db}")
+    # Once a superuser has created it, the same user builds the schema and indexes.
+    pg_server.psql("CREATE EXTENSION vector", database=db)
+    PostgresStore(pg_server.dsn(db, user=role), "x", create=True).close()
+
+
+def test_a_schema_written_by_a_newer_ragraf_is_refused(pg_server: PgServer) -> None:
+    dsn = fresh_database(pg_server)
+    PostgresStore(dsn, "x", create=True).close()
+    pg_server.psql("INSERT INTO ragraf.schema_version (version) VALUES (99)", database=dsn.rsplit("/", 1)[1])
+    with pytest.raises(StoreError, match="newer ragraf"):
+        PostgresStore(dsn, "x")
+
+
+def test_reading_an_empty_database_creates_nothing(pg_server: PgServer) -> None:
+    dsn = fresh_database(pg_server)
+    with pytest.raises(IndexMissingError, match="ragraf index"):
+        PostgresStore(dsn, "x")
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT to_regnamespace('ragraf')").fetchone() == (None,)
+
+
+def test_first_runs_that_race_create_the_schema_once(pg_server: PgServer) -> None:
+    dsn = fresh_database(pg_server)
+    results: list[object] = []
+
+    def first_run(i: int) -> None:
+        try:
+            store = PostgresStore(dsn, f"repo-{i % 2}", create=True, pool_size=1)
+            results.append(store.repo_id)
+            store.close()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            results.append(exc)
+
+    threads = [threading.Thread(target=first_run, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(isinstance(r, int) for r in results), results
+    assert len(set(results)) == 2
+    with psycopg.connect(dsn) as conn:
+        versions = conn.execute("SELECT version FROM ragraf.schema_version ORDER BY version").fetchall()
+    assert [v[0] for v in versions] == list(range(1, len(pg.MIGRATIONS) + 1))
+
+
+# search internals ---------------------------------------------------------------------------
+
+
+def test_match_strings_from_fts_match_become_tsquery_operands() -> None:
+    assert match_terms(fts_match(query_terms("getUserName in HTTPServer"))) == [
+        "getusername", "httpserver", "get", "user", "name", "http", "server",
+    ]  # fmt: skip
+    assert match_terms('"keep alive" OR "say ""hi"""') == ["keep <-> alive", "say <-> hi"]
+    assert match_terms("plain words OR more") == ["plain", "words", "more"]
+    assert match_terms('"!&|()" OR ":*"') == []
+    assert lex_tokens("Café self.limit foo_bar x/y 1e5") == [
+        "cafe",
+        "self",
+        "limit",
+        "foo",
+        "bar",
+        "x",
+        "y",
+        "1e5",
+    ]
+
+
+def test_hnsw_search_agrees_with_the_exact_scan(open_pg, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    dim, n = 32, 3000
+    chunks = [ChunkRecord(i, i + 1, i + 1, None, f"line {i}", f"line {i}") for i in range(n)]
+    content = ContentBundle(("h" * 64, "text", CHUNKER), chunks, [], "unsupported")
+    ids = store.add_contents([content])
+    rev = store.commit_revision(
+        NewRevision("h", "v", None, None, [ManifestEntry("big.txt", "h" * 64, ids[content.key], 1)])
+    )
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(n, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    missing = store.chunks_missing_vectors(rev.rev_no, "m32", n)
+    store.add_vectors("m32", [(c.chunk_id, matrix[i].tobytes()) for i, c in enumerate(missing)], dim)
+    query = matrix[17] + 0.1 * matrix[18]
+    query /= np.linalg.norm(query)
+    exact = [h.chunk_id for h in store.vector_search(rev.rev_no, "m32", query.tobytes(), dim, 10)]
+    monkeypatch.setattr(pg, "EXACT_VECTOR_MAX", 100)
+    approx = store.vector_search(rev.rev_no, "m32", query.tobytes(), dim, 10)
+    assert approx[0].chunk_id == missing[17].chunk_id
+    assert len(set(exact) & {h.chunk_id for h in approx}) >= 9
+    model_id = store._model("m32")[0]  # type: ignore[index]
+    with psycopg.connect(store.dsn) as conn:
+        conn.execute("SET search_path = ragraf, public")
+        conn.execute("SET enable_sort = off")  # as the store does for this query
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        plan = conn.execute(
+            psycopg.sql.SQL("EXPLAIN ") + pg.hnsw_query(model_id, dim),
+            (query, store.repo_id, store.repo_id, rev.rev_no, query, 10),
+        ).fetchall()
+    assert any(f"vectors_hnsw_m{model_id}" in row[0] for row in plan), plan
+
+
+def test_content_with_nul_bytes_is_stored_not_refused(open_pg, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    rev = commit_files(store, settings, {"odd.txt": "before\x00after nulmarker\n"})
+    [chunk] = store.chunks_of(rev.rev_no, "odd.txt")
+    assert chunk.text.startswith("before\ufffdafter")
+    assert paths(lexical_candidates(store, rev.rev_no, "nulmarker", 5)) == ["odd.txt"]
+
+
+def paths(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [h.path for h in hits]
+
+
+def unit(seed: str, dim: int = 8) -> np.ndarray:
+    v = np.random.default_rng(int(sha(seed)[:12], 16)).normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
