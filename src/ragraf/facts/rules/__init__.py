@@ -14,16 +14,9 @@ from .scripting import RULES as _SCRIPTING
 from .swift import RULES as _SWIFT
 from .zig import RULES as _ZIG
 
-_RULES: dict[str, LanguageRules] = {
-    **_PYTHON,
-    **_JAVASCRIPT,
-    **_GO,
-    **_RUST,
-    **_JVM,
-    **_C_FAMILY,
-    **_SCRIPTING,
-}
-_RULES |= {**_SWIFT, **_ZIG, **_FUNCTIONAL}
+_RULES: dict[str, LanguageRules] = {}
+for _family in (_PYTHON, _JAVASCRIPT, _GO, _RUST, _JVM, _C_FAMILY, _SCRIPTING, _SWIFT, _ZIG, _FUNCTIONAL):
+    _RULES.update(_family)
 
 
 def rules_for(language: str) -> LanguageRules | None:

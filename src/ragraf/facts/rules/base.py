@@ -4,7 +4,7 @@ Capture names in a rules query:
   @def.<tag>  a definition node; <tag> is a kind, or a key of `kinds` whose hook decides the kind
   @scope      a node that only names a container (a Rust impl block, a Swift extension)
   @call       the name node of a callee
-  @ref        an identifier use
+  @ref        a member, field or type name in use (`conn.timeout`, `: Config`)
   @name       a bare identifier, kept only when it looks global (see extract._references)
   @import     an import node, read by the `imports` hook
   @wrapper    a node whose last child is the definition it wraps, starting earlier (decorators, templates)
