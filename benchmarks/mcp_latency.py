@@ -136,6 +136,7 @@ def measure(name: str, root: Path, embedder: str | None, calls: int, starts: int
         shutil.rmtree(home, ignore_errors=True)
     return {
         "corpus": name,
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "files": report["files"]["added"] + report["files"]["unchanged"],
         "chunks": report["chunks"]["total"],
         "index_s": round(index_s, 2),
@@ -175,7 +176,8 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"{name:<14} {row['files']:>6} files {row['chunks']:>7} chunks  index {row['index_s']:>6.2f} s  "
                 f"start→first answer {row['first_answer_s']['median']:.2f} s  "
-                f"warm search p50 {warm['p50']:.1f} ms  p95 {warm['p95']:.1f} ms  ({warm['calls']} calls)",
+                f"warm search p50 {warm['p50']:.1f} ms  p95 {warm['p95']:.1f} ms  ({warm['calls']} calls; "
+                f"load {row['load_average_1m']:.1f} on {os.cpu_count()} cores)",
                 flush=True,
             )
 
