@@ -81,6 +81,8 @@ class SqliteStore:
                 self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 self.db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
         self.db.execute("PRAGMA synchronous = NORMAL")
+        self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk inserts into FTS and indexes
+        self.db.execute("PRAGMA temp_store = MEMORY")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -223,6 +225,15 @@ class SqliteStore:
                             f.body_hash,
                         )
                         for f in item.facts
+                        if f.kind != "ref"
+                    ],
+                )
+                db.executemany(
+                    "INSERT INTO refs (content_id, name, container, line, is_call) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (content_id, f.name, f.container, f.line, int(f.is_call))
+                        for f in item.facts
+                        if f.kind == "ref"
                     ],
                 )
         return ids
@@ -265,6 +276,8 @@ class SqliteStore:
         limit: int = 1000,
     ) -> list[FactHit]:
         """Facts of one kind in a revision, by name (exact or case-insensitive) and/or path."""
+        if fact_kind == "ref":
+            return self._find_refs(rev_no, name, path, exact, limit)
         where = ["m.rev_no = ?", "f.kind = ?"]
         args: list[object] = [rev_no, fact_kind]
         if name is not None:
@@ -285,6 +298,27 @@ class SqliteStore:
         ).fetchall()
         return [
             FactHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10]) for r in rows
+        ]
+
+    def _find_refs(
+        self, rev_no: int, name: str | None, path: str | None, exact: bool, limit: int
+    ) -> list[FactHit]:
+        where = ["m.rev_no = ?"]
+        args: list[object] = [rev_no]
+        if name is not None:
+            where.append("r.name = ?" if exact else "r.name = ? COLLATE NOCASE")
+            args.append(name)
+        if path is not None:
+            where.append("m.path = ?")
+            args.append(path)
+        rows = self.db.execute(
+            "SELECT r.name, m.path, r.line, r.container, r.is_call FROM refs r "
+            f"JOIN manifest m {'' if path else 'INDEXED BY manifest_by_content '}ON m.content_id = r.content_id "
+            f"WHERE {' AND '.join(where)} ORDER BY m.path, r.line LIMIT ?",
+            (*args, limit),
+        ).fetchall()
+        return [
+            FactHit("ref", r[0], None, r[1], r[2], r[2], r[2], r[3], None, bool(r[4]), None) for r in rows
         ]
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
@@ -524,6 +558,9 @@ class SqliteStore:
                 db.executemany("DELETE FROM vectors WHERE chunk_id = ?", [(i,) for i in chunk_ids])
                 db.execute("DELETE FROM contents WHERE id = ?", (content_id,))
                 removed_chunks += len(chunk_ids)
+            if orphans:
+                # One pass over the references instead of an index on content_id that every insert pays for.
+                db.execute("DELETE FROM refs WHERE content_id NOT IN (SELECT id FROM contents)")
         return {
             "revisions_removed": len(old),
             "contents_removed": len(orphans),

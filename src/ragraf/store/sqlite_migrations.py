@@ -119,4 +119,18 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX vectors_by_chunk ON vectors (chunk_id);
     """,
+    # 4: references in a lean table of their own (most facts are references; one index, no wide keys).
+    """
+    CREATE TABLE refs (
+        content_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        container TEXT,
+        line INTEGER NOT NULL,
+        is_call INTEGER NOT NULL
+    );
+    INSERT INTO refs (content_id, name, container, line, is_call)
+        SELECT content_id, name, container, line, is_call FROM facts WHERE kind = 'ref';
+    DELETE FROM facts WHERE kind = 'ref';
+    CREATE INDEX refs_by_name ON refs (name);
+    """,
 ]
