@@ -306,5 +306,9 @@ def gc_cmd(root: Path, as_json: bool) -> int:
     return 0
 
 
+from ragraf.adapters.commands import register as _register_adapters  # noqa: E402
+
+_register_adapters(main)
+
 if __name__ == "__main__":
     main()
