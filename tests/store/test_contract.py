@@ -271,6 +271,14 @@ def test_the_stat_cache_keeps_what_it_was_told(store_factory: StoreFactory) -> N
     assert store_factory().stat_cache() == {"a.py": a2}
 
 
+def test_the_guard_snapshot_is_one_replaceable_blob(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    assert store.guard_snapshot() is None
+    store.set_guard_snapshot(b"\x00first\xff")
+    store.set_guard_snapshot(b"\x00second\xff" * 1000)
+    assert store_factory().guard_snapshot() == b"\x00second\xff" * 1000
+
+
 # retention --------------------------------------------------------------------------------------
 
 

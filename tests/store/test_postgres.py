@@ -361,7 +361,7 @@ def test_hnsw_search_agrees_with_the_exact_scan(open_pg, monkeypatch: pytest.Mon
     approx = store.vector_search(rev.rev_no, "m32", query.tobytes(), dim, 10)
     assert approx[0].chunk_id == missing[17].chunk_id
     assert len(set(exact) & {h.chunk_id for h in approx}) >= 9
-    model_id = store._model("m32")[0]  # type: ignore[index]
+    model_id = store._model("m32", dim)
     with psycopg.connect(store.dsn) as conn:
         conn.execute("SET search_path = ragraf, public")
         conn.execute("SET enable_sort = off")  # as the store does for this query
@@ -390,3 +390,23 @@ def paths(hits: list) -> list[str]:  # type: ignore[type-arg]
 def unit(seed: str, dim: int = 8) -> np.ndarray:
     v = np.random.default_rng(int(sha(seed)[:12], 16)).normal(size=dim).astype(np.float32)
     return v / np.linalg.norm(v)
+
+
+def test_an_index_from_an_older_ragraf_is_migrated_on_open(
+    pg_server: PgServer, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn = fresh_database(pg_server)
+    with monkeypatch.context() as old_ragraf:
+        old_ragraf.setattr(pg, "MIGRATIONS", pg.MIGRATIONS[:2])
+        old = PostgresStore(dsn, "repo", create=True)
+        rev = commit_files(old, settings, SAMPLE)
+        old.close()
+    store = PostgresStore(dsn, "repo")  # a reader's open applies what is missing
+    assert store.current_revision() == rev
+    store.set_guard_snapshot(b"new in schema 3")
+    assert store.guard_snapshot() == b"new in schema 3"
+    store.close()
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT max(version) FROM ragraf.schema_version").fetchone() == (
+            len(pg.MIGRATIONS),
+        )

@@ -16,6 +16,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -141,7 +142,7 @@ class PostgresStore:
         self.connect_timeout_s = connect_timeout_s
         self.statement_timeout_s = statement_timeout_s
         self._search_path = SCHEMA
-        self._models: dict[str, tuple[int, int]] = {}
+        self._models: dict[tuple[str, int], int] = {}
         self._indexed_models: set[int] = set()
         conn = self._connect()
         try:
@@ -536,13 +537,13 @@ class PostgresStore:
         with self._tx() as conn:
             return self._add_contents(conn, items)
 
-    def _next_ids(self, conn: psycopg.Connection, table: str, count: int) -> list[int]:
+    def _next_ids(self, conn: psycopg.Connection, table: str, count: int, column: str = "id") -> list[int]:
         """Ids drawn from a table's identity sequence, so COPY can write rows that refer to each other."""
         if count == 0:
             return []
         rows = conn.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-            (f"{SCHEMA}.{table}", count),
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            (f"{SCHEMA}.{table}", column, count),
         ).fetchall()
         return [int(r[0]) for r in rows]
 
@@ -851,24 +852,24 @@ class PostgresStore:
 
     # vectors ------------------------------------------------------------------------------------
 
-    def _model(self, model: str) -> tuple[int, int] | None:
-        """(id, dim) of a model that has stored vectors, cached (a model's id and dim never change)."""
-        if model not in self._models:
-            row = self._row("SELECT id, dim FROM models WHERE name = %s", (model,))
+    def _model(self, model: str, dim: int) -> int | None:
+        """Id of a (model, dim) that has stored vectors, cached (an id never changes)."""
+        if (model, dim) not in self._models:
+            row = self._row("SELECT id FROM models WHERE name = %s AND dim = %s", (model, dim))
             if row is None:
                 return None
-            self._models[model] = (int(row[0]), int(row[1]))
-        return self._models[model]
+            self._models[(model, dim)] = int(row[0])
+        return self._models[(model, dim)]
 
     def chunks_missing_vectors(self, rev_no: int, model: str, limit: int) -> list[ChunkHit]:
         """Chunks of a revision that have no vector for model yet (each chunk once, whatever its paths)."""
-        found = self._model(model)
         rows = self._rows(
             "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM manifest m "
             "JOIN chunks c ON c.content_id = m.content_id WHERE m.repo_id = %s AND m.rev_no = %s "
-            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model_id = %s AND v.chunk_id = c.id) "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id "
+            "AND v.model_id IN (SELECT id FROM models WHERE name = %s)) "
             "GROUP BY c.id ORDER BY c.id LIMIT %s",
-            (self.repo_id, rev_no, found[0] if found else -1, limit),
+            (self.repo_id, rev_no, model, limit),
         )
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in rows]
 
@@ -879,23 +880,19 @@ class PostgresStore:
         with self._tx() as conn:
             model_id = self._insert_vectors(conn, model, items, dim)
             self._ensure_vector_index(conn, model_id, dim)
+        self._indexed_models.add(model_id)  # only once committed: a rollback drops the index too
 
     def _insert_vectors(
         self, conn: psycopg.Connection, model: str, items: Sequence[tuple[int, bytes]], dim: int
     ) -> int:
+        # The no-op update makes RETURNING give the id of an existing row too.
         row = conn.execute(
-            "INSERT INTO models (name, dim) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET name = excluded.name "
-            "RETURNING id, dim",
+            "INSERT INTO models (name, dim) VALUES (%s, %s) ON CONFLICT (name, dim) DO UPDATE SET dim = excluded.dim "
+            "RETURNING id",
             (model, dim),
         ).fetchone()
         assert row is not None
-        model_id, stored_dim = int(row[0]), int(row[1])
-        if stored_dim != dim:
-            raise StoreError(
-                f"model {model} already has {stored_dim}-dimensional vectors in PostgreSQL; got {dim}",
-                suggest="give the model a distinct id (its dimension is part of the index version)",
-            )
-        self._models[model] = (model_id, dim)
+        model_id = int(row[0])
         matrix = np.frombuffer(b"".join(blob for _, blob in items), dtype=np.float32).reshape(len(items), dim)
         for start in range(0, len(items), 2000):
             part = items[start : start + 2000]
@@ -929,25 +926,22 @@ class PostgresStore:
             )
             # Fresh statistics let the planner pick the new index over a scan of every vector.
             conn.execute("ANALYZE vectors")
-        self._indexed_models.add(model_id)
 
     def vector_coverage(self, rev_no: int, model: str) -> float:
-        found = self._model(model)
         row = self._row(
             "SELECT count(DISTINCT c.id), count(DISTINCT v.chunk_id) FROM manifest m "
-            "JOIN chunks c ON c.content_id = m.content_id "
-            "LEFT JOIN vectors v ON v.chunk_id = c.id AND v.model_id = %s WHERE m.repo_id = %s AND m.rev_no = %s",
-            (found[0] if found else -1, self.repo_id, rev_no),
+            "JOIN chunks c ON c.content_id = m.content_id LEFT JOIN vectors v ON v.chunk_id = c.id "
+            "AND v.model_id IN (SELECT id FROM models WHERE name = %s) WHERE m.repo_id = %s AND m.rev_no = %s",
+            (model, self.repo_id, rev_no),
         )
         total, covered = row if row else (0, 0)
         return 1.0 if not total else covered / total
 
     def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]:
         """Cosine similarity over the chunks of one revision: exact for small revisions, HNSW beyond."""
-        found = self._model(model)
-        if found is None or found[1] != dim or limit <= 0:
+        model_id = self._model(model, dim) if limit > 0 else None
+        if model_id is None:
             return []
-        model_id = found[0]
         vec = np.frombuffer(query, dtype=np.float32)
         if self.count_chunks(rev_no) <= EXACT_VECTOR_MAX:
             best = self._rows(
@@ -1026,6 +1020,20 @@ class PostgresStore:
                     ),
                 )
 
+    def guard_snapshot(self) -> bytes | None:
+        row = self._row(
+            "SELECT value FROM meta WHERE repo_id = %s AND key = 'guard_snapshot'", (self.repo_id,)
+        )
+        return bytes(row[0]) if row else None
+
+    def set_guard_snapshot(self, blob: bytes) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO meta (repo_id, key, value) VALUES (%s, 'guard_snapshot', %s) "
+                "ON CONFLICT (repo_id, key) DO UPDATE SET value = excluded.value",
+                (self.repo_id, blob),
+            )
+
     # retention ----------------------------------------------------------------------------------
 
     def gc(self, keep: int) -> dict[str, int]:
@@ -1069,6 +1077,11 @@ class PostgresStore:
 
     def close(self) -> None:
         self.pool.close()
+
+
+def default_repo_key(root: Path) -> str:
+    """A repository's name in a shared database when none is configured: its absolute root path."""
+    return str(root.resolve())
 
 
 def _revision_values(rev: Revision) -> tuple[object, ...]:

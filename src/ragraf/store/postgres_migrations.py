@@ -156,8 +156,9 @@ MIGRATIONS: list[str] = [
     """
     CREATE TABLE models (
         id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        name text NOT NULL UNIQUE,
-        dim integer NOT NULL CHECK (dim > 0 AND dim <= 16000)
+        name text NOT NULL,
+        dim integer NOT NULL CHECK (dim > 0 AND dim <= 16000),
+        UNIQUE (name, dim)
     );
     CREATE TABLE vectors (
         model_id integer NOT NULL REFERENCES models (id),
@@ -168,6 +169,15 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX vectors_by_chunk ON vectors (chunk_id);
     CREATE INDEX vectors_by_repo ON vectors (repo_id, model_id);
+    """,
+    # 3: small per-repository values, such as the freshness guard's packed stat snapshot.
+    """
+    CREATE TABLE meta (
+        repo_id integer NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
+        key text NOT NULL,
+        value bytea NOT NULL,
+        PRIMARY KEY (repo_id, key)
+    );
     """,
 ]
 
