@@ -100,6 +100,12 @@ def test_500_then_503_then_success_is_retried(server, remote, sleeps):
     assert sleeps == [1.0, 2.0] and len(server.requests) == 3
 
 
+def test_a_503_with_retry_after_waits_that_long(server, remote, sleeps):
+    server.script = [Reply(503, {"error": "loading model"}, {"Retry-After": "3"})]
+    remote.embed(["a"])
+    assert sleeps == [3.0]
+
+
 def test_a_server_that_keeps_failing_is_given_up_after_five_attempts(server, remote, sleeps):
     server.script = [Reply(503, {"error": "down"})] * 6
     with pytest.raises(ProviderUnavailable, match="failed 5 times; last: HTTP 503: down"):

@@ -121,7 +121,7 @@ def test_the_model_id_names_the_weights_and_the_token_limit(local: LocalEmbedder
     name, _, rest = model_id.partition("@")
     assert name == "local:all-MiniLM-L6-v2-int8"
     digest, _, limit = rest.partition("/")
-    assert len(digest) == 12 and int(digest, 16) >= 0 and limit == "max256"
+    assert len(digest) == 12 and int(digest, 16) >= 0 and limit == "max128"
 
 
 def test_a_weight_file_with_another_hash_is_refused(tmp_path: Path):
@@ -136,3 +136,13 @@ def test_a_missing_model_package_says_what_to_install(tmp_path: Path):
     with pytest.raises(ModelFileError, match="not installed") as caught:
         LocalEmbedder(missing, models_dir=tmp_path).load()
     assert "pip install" in caught.value.suggest
+
+
+def test_a_damaged_cached_int8_model_is_derived_again(tmp_path: Path, local: LocalEmbedder):
+    models = tmp_path / "models"
+    models.mkdir()
+    for cached in local.models_dir.glob("*.onnx"):
+        (models / cached.name).write_bytes(b"not an onnx model")
+    embedder = LocalEmbedder(models_dir=models)
+    assert np.array_equal(embedder.embed(["def f(): pass"]), local.embed(["def f(): pass"]))
+    assert embedder.model_id == local.model_id

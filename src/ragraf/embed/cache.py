@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CACHE_FILE = "embeddings.sqlite3"
+SCHEMA_VERSION = 1  # PRAGMA user_version; a new layout gets a new number and a migration here
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (
     id INTEGER PRIMARY KEY,
@@ -125,12 +126,18 @@ class EmbeddingCache:
         conn = sqlite3.connect(
             self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
         )
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        # WAL + NORMAL: a power cut may lose the last batch, never corrupt the file.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        with _write(conn):
-            _create(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: a power cut may lose the last batch, never corrupt the file.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                with _write(conn):  # only the first opener takes the write lock
+                    _create(conn)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            conn.close()
+            raise
         self._conn, self._pid, self._model_ids = conn, os.getpid(), {}
         return conn
 

@@ -158,14 +158,15 @@ class HttpEndpoint:
                 if status != 429 and status < 500:
                     raise self._rejected(response)
                 last = f"HTTP {status}: {provider_message(response)}"
-                if status == 429:
-                    wait = retry_after_seconds(response.headers.get("retry-after"))
-                    if wait is not None and wait > self.retry.max_retry_after_s:
-                        raise ProviderUnavailable(
-                            f"{self.provider} at {self.base_url} is rate limited for {wait:.0f} s ({last})",
-                            suggest=f"wait, or use another model or key {off_switch()}",
-                        )
-                    delay = wait if wait is not None else delay
+                # 429 usually, and 503 sometimes, say when to come back.
+                wait = retry_after_seconds(response.headers.get("retry-after"))
+                if wait is not None and wait > self.retry.max_retry_after_s:
+                    what = "is rate limited" if status == 429 else "asks to wait"
+                    raise ProviderUnavailable(
+                        f"{self.provider} at {self.base_url} {what} for {wait:.0f} s ({last})",
+                        suggest=f"wait, or use another model or key {off_switch()}",
+                    )
+                delay = wait if wait is not None else delay
             if attempt < self.retry.max_attempts:
                 self.sleep(delay)
         raise ProviderUnavailable(

@@ -79,14 +79,16 @@ def int8_model(ort: Any, source: Path, source_sha: str, models_dir: Path | None)
             os.close(fd)
             tmp = Path(tmp_name)
             _derive(ort, source, tmp)
+            tmp.chmod(0o644)
             os.replace(tmp, cached)  # atomic: concurrent first loads write identical bytes
             return cached, sha256_file(cached)
         except OSError as exc:
             log.warning("cannot cache the int8 model in %s (%s); deriving it in memory", models_dir, exc)
+        finally:
             if tmp is not None:
                 tmp.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="ragraf-quant-") as tmp:
-        target = Path(tmp) / name
+    with tempfile.TemporaryDirectory(prefix="ragraf-quant-") as scratch:
+        target = Path(scratch) / name
         _derive(ort, source, target)
         data = target.read_bytes()
     return data, hashlib.sha256(data).hexdigest()
