@@ -11,11 +11,13 @@ from typing import Any
 
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
+from ragraf.embed import Embedder, make_embedder
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, UsageError
 from ragraf.facts.lookup import find_definitions, find_references
 from ragraf.freshness.changes import changes_report
 from ragraf.freshness.guard import DriftSet, GuardResult, guard
 from ragraf.freshness.live_read import confine, parse_spec, read_live
+from ragraf.index.embedding import embed_revision
 from ragraf.index.indexer import IndexReport, dry_run, run_index
 from ragraf.index.lock import WriterLock
 from ragraf.index.progress import Progress
@@ -36,6 +38,8 @@ class Index:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._store: Store | None = None
+        self._embedder: Embedder | None = None
+        self._embedder_made = False
 
     @classmethod
     def open(cls, root: str | Path = ".", **overrides: Any) -> Index:
@@ -55,6 +59,30 @@ class Index:
             self._store = open_store(self.settings)
         return self._store
 
+    def embedder(self) -> Embedder | None:
+        """The configured embedder (None for embedder = none); made once, loaded on first use."""
+        if not self._embedder_made:
+            self._embedder = make_embedder(self.settings)
+            self._embedder_made = True
+        return self._embedder
+
+    def _model(self) -> tuple[str, int | None, str | None]:
+        """(model id, dim or None when unknown, why not) of the configured embedder."""
+        try:
+            embedder = self.embedder()
+        except RagrafError as exc:
+            return f"{self.settings.embedder}:unavailable", None, exc.message
+        if embedder is None:
+            return "none", 0, None
+        try:
+            model_id = embedder.model_id
+        except RagrafError as exc:
+            return f"{self.settings.embedder}:unavailable", None, exc.message
+        try:
+            return model_id, embedder.dim, None
+        except RagrafError as exc:
+            return model_id, None, exc.message
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
@@ -73,7 +101,18 @@ class Index:
         return rev
 
     def _capability(self, rev: Revision) -> Capability:
-        return Capability(lexical=True, semantic=False, semantic_coverage=0.0, facts=True)
+        """What this revision can answer with: semantic coverage is of the configured model."""
+        cap = Capability(lexical=True, semantic=False, semantic_coverage=0.0, facts=True)
+        if self.settings.embedder.strip().lower() == "none":
+            return cap  # lexical on purpose: nothing to warn about
+        model = rev.index_version.split("|", 1)[0]
+        cap.semantic_coverage = round(self.store().vector_coverage(rev.rev_no, model), 4)
+        cap.semantic = cap.semantic_coverage > 0
+        if cap.semantic_coverage < 1.0:
+            cap.reasons.append(
+                f"semantic coverage {cap.semantic_coverage:.0%}: run `ragraf index` to finish embedding"
+            )
+        return cap
 
     def _envelope(self, op: str, rev: Revision, guarded: GuardResult | None = None) -> Envelope:
         env = Envelope(
@@ -148,6 +187,7 @@ class Index:
         quiet: bool = True,
         progress: Progress | None = None,
         wait: bool = True,
+        lexical_only: bool = False,
     ) -> IndexReport | dict[str, object]:
         """(Re)index the root: one writer at a time; the previous revision answers until this commits."""
         progress = progress or Progress()
@@ -172,7 +212,20 @@ class Index:
                 _remove_index_files(self.settings.db_path)
                 store = open_store(self.settings, create=True)
             try:
-                return run_index(store, self.settings, full=full, progress=progress)
+                model_id, dim, why = self._model()
+                report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
+                embedder = self.embedder() if why is None else None
+                if why is not None:
+                    report.warnings.append(f"embeddings unavailable: {why}; the index answers lexically")
+                elif embedder is not None and not lexical_only:
+                    rev = store.current_revision()
+                    assert rev is not None
+                    report.embeddings, warning = embed_revision(
+                        store, self.settings, embedder, rev.rev_no, progress
+                    )
+                    if warning:
+                        report.warnings.append(warning)
+                return report
             finally:
                 store.close()
         finally:
@@ -199,7 +252,10 @@ class Index:
         if not query or not query.strip():
             env.notes.append("empty query: nothing to search for")
             return env
-        outcome = run_search(self.store(), rev.rev_no, query, k, mode=mode, rules=rules)
+        vector_hits = self._vector_side(rev, query, mode, env)
+        outcome = run_search(
+            self.store(), rev.rev_no, query, k, mode=mode, vector_hits=vector_hits, rules=rules
+        )
         env.notes.extend(outcome.notes)
         for cand in outcome.hits:
             hit = cand.hit
@@ -221,6 +277,41 @@ class Index:
         if not env.results and not any(ch.isalnum() for ch in query):
             env.notes.append("the query has no searchable words")
         return env
+
+    def _vector_side(self, rev: Revision, query: str, mode: str, env: Envelope) -> Any:
+        """The vector retriever for this query, or None with the reason in the envelope (degraded)."""
+        if mode == "lexical":
+            return None
+        cap = env.capability
+        try:
+            embedder = self.embedder()
+            if embedder is None:
+                if mode == "vector":
+                    cap.degraded = True
+                    cap.reasons.insert(
+                        0, "no embedder configured (embedder = none): vector search answered lexically"
+                    )
+                return None
+            model = rev.index_version.split("|", 1)[0]
+            if embedder.model_id != model or cap.semantic_coverage == 0:
+                cap.degraded = True
+                cap.reasons.insert(
+                    0,
+                    f"no vectors for {embedder.model_id} in {rev.rev}: answered lexically; "
+                    "run `ragraf index`",
+                )
+                return None
+            vector = embedder.embed_query(query).astype("float32").tobytes()
+            dim = embedder.dim
+        except RagrafError as exc:
+            cap.degraded = True
+            cap.semantic = False
+            cap.reasons.insert(
+                0, f"{exc.message}; search ran lexical-only" + (f" ({exc.suggest})" if exc.suggest else "")
+            )
+            return None
+        store = self.store()
+        return lambda limit: store.vector_search(rev.rev_no, model, vector, dim, limit)
 
     def find_symbol(self, name: str, reindex_on_drift: str | None = None) -> Envelope:
         """Where NAME is defined: exact, then case-insensitive, then qualified (Class.method, pkg.Func)."""
@@ -301,7 +392,9 @@ class Index:
             )
         differs = indexed is None or indexed.sha256 != live.sha256
         if indexed is not None and differs:
-            event = DriftEvent(rev.rev, "modify", live.path, "guard", indexed.sha256, live.sha256, indexed.content_id)
+            event = DriftEvent(
+                rev.rev, "modify", live.path, "guard", indexed.sha256, live.sha256, indexed.content_id
+            )
             with contextlib.suppress(sqlite3.OperationalError):
                 self.store().register_drift([event])
         if differs:

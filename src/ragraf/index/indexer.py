@@ -46,6 +46,7 @@ class IndexReport:
     skipped: int = 0
     new_revision: bool = False
     embeddings: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -62,6 +63,7 @@ class IndexReport:
         }
         if self.embeddings:
             out["embeddings"] = self.embeddings
+        out["warnings"] = self.warnings
         return out
 
 
@@ -169,16 +171,22 @@ def run_index(
     store: Store,
     settings: Settings,
     model_id: str = "none",
-    dim: int = 0,
+    dim: int | None = 0,
     full: bool = False,
     progress: Progress | None = None,
 ) -> IndexReport:
-    """Bring the index up to date with the disk: one new revision, or none when nothing changed."""
+    """Bring the index up to date with the disk: one new revision, or none when nothing changed.
+
+    dim=None means the embedder could not say (a remote endpoint is down): the previous revision's
+    dimension for the same model stands, rather than forcing a rebuild now and another one later.
+    """
     t0 = time.monotonic()
     progress = progress or Progress()
     root = settings.root
-    version = index_version(settings, model_id, dim)
     current = store.current_revision()
+    version = index_version(settings, model_id, dim or 0)
+    if dim is None and current is not None and current.index_version.startswith(f"{model_id}|dim="):
+        version = current.index_version
     reason = None
     if current is not None and current.index_version != version:
         full = True

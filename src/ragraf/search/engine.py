@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ragraf.facts.lookup import rank_definitions
 from ragraf.search.rank import Candidate, QueryInfo, apply_rules, enabled, merge_and_cap
@@ -67,7 +67,9 @@ def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Ca
         found = store.find_facts(rev_no, "def", name=name, exact=False, limit=50)
         defs = [d for d in rank_definitions(found) if d.kind != "heading"][:3]
         for rank, d in enumerate(defs):
-            chunk = next((c for c in store.chunks_of(rev_no, d.path) if c.start_line <= d.line <= c.end_line), None)
+            chunk = next(
+                (c for c in store.chunks_of(rev_no, d.path) if c.start_line <= d.line <= c.end_line), None
+            )
             if chunk is None:
                 continue
             i = by_key.get((d.path, chunk.chunk_id))
@@ -86,27 +88,42 @@ def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Ca
     return out
 
 
+def fuse_scores(
+    lexical: list[ChunkHit], vector: list[ChunkHit], lexical_weight: float = 0.5
+) -> list[Candidate]:
+    """Normalised-score fusion: each list scaled to 0..1 by its own best, then a weighted sum."""
+    out: dict[tuple[int, str], list[object]] = {}
+    for hits, weight in ((lexical, lexical_weight), (vector, 1.0 - lexical_weight)):
+        if not hits:
+            continue
+        best = max(h.score for h in hits) or 1.0
+        low = min(h.score for h in hits)
+        span = (best - low) or 1.0
+        for h in hits:
+            # Vector scores crowd near the top (cosines of 0.3-0.6), so min-max spreads them.
+            norm = (h.score - low) / span if hits is vector else h.score / best
+            entry = out.setdefault((h.chunk_id, h.path), [h, 0.0])
+            entry[1] = float(entry[1]) + weight * norm  # type: ignore[arg-type]
+    return [Candidate(h, float(score)) for h, score in out.values()]  # type: ignore[arg-type]
+
+
 def run_search(
     store: Store,
     rev_no: int,
     query: str,
     k: int,
     mode: str = "hybrid",
-    vector_search: Any | None = None,
+    vector_hits: Callable[[int], list[ChunkHit]] | None = None,
     rules: dict[str, bool] | None = None,
 ) -> SearchOutcome:
-    """Top-k ranked chunks for a query in one revision."""
+    """Top-k ranked chunks for a query in one revision; vector_hits(limit) supplies the vector side."""
     limit = min(50, 4 * k) if k > 0 else 0
     notes: list[str] = []
     lexical = lexical_candidates(store, rev_no, query, limit) if mode in ("hybrid", "lexical") else []
-    vector: list[ChunkHit] = []
-    if mode in ("hybrid", "vector") and vector_search is not None:
-        vector = vector_search(query, limit)
-    if lexical and not vector:
-        top = max(h.score for h in lexical) or 1.0
-        candidates = [Candidate(h, h.score / top) for h in lexical]
-    else:
-        candidates = rrf(lexical, vector)
+    vector = vector_hits(limit) if vector_hits is not None and mode in ("hybrid", "vector") else []
+    # With one retriever there is nothing to fuse: its own normalised scores keep their spacing.
+    use_rrf = bool(lexical and vector) and enabled(rules, "rrf")
+    candidates = rrf(lexical, vector) if use_rrf else fuse_scores(lexical, vector)
     if enabled(rules, "definition_boost"):
         candidates = boost_definitions(store, rev_no, query, candidates)
     ranked = apply_rules(QueryInfo.of(query), candidates, rules)

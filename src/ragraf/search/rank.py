@@ -11,10 +11,15 @@ from ragraf.store import ChunkHit
 from ragraf.tokens import STOPWORDS, split_identifier
 
 RULES = (
-    "definition_boost", "symbol_match", "path_match", "test_penalty", "doc_penalty", "file_cap", "merge_adjacent",
+    "rrf", "definition_boost", "symbol_match", "path_match", "test_penalty", "doc_penalty", "file_cap",
+    "merge_adjacent",
 )  # fmt: skip
-_TEST_QUERY = re.compile(r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I)
-_DOC_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelog|markdown|explain(ed)?)\b", re.I)
+_TEST_QUERY = re.compile(
+    r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I
+)
+_DOC_QUERY = re.compile(
+    r"\b(docs?|documentation|readme|guide|tutorial|changelog|markdown|explain(ed)?)\b", re.I
+)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
@@ -75,7 +80,9 @@ def _symbol_matches(symbol: str | None, q: QueryInfo) -> bool:
     return last in q.identifiers or last.replace("_", "") in q.identifiers
 
 
-def apply_rules(q: QueryInfo, candidates: list[Candidate], rules: dict[str, bool] | None = None) -> list[Candidate]:
+def apply_rules(
+    q: QueryInfo, candidates: list[Candidate], rules: dict[str, bool] | None = None
+) -> list[Candidate]:
     """Boost symbol and path-name matches, demote tests and docs unless asked for; best first."""
     out = []
     for cand in candidates:

@@ -425,13 +425,13 @@ class SqliteStore:
 
     # vectors -------------------------------------------------------------------------------
 
-    def chunks_missing_vectors(self, rev_no: int, model: str, limit: int) -> list[ChunkHit]:
-        """Chunks of a revision that have no vector for model yet (each chunk once, whatever its paths)."""
+    def chunks_missing_vectors(self, rev_no: int, model: str, limit: int, after_id: int = 0) -> list[ChunkHit]:
+        """Chunks of a revision without a vector for model, by id after after_id (each chunk once)."""
         rows = self.db.execute(
             "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM manifest m "
-            "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND NOT EXISTS "
+            "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND c.id > ? AND NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.model = ? AND v.chunk_id = c.id) GROUP BY c.id ORDER BY c.id LIMIT ?",
-            (rev_no, model, limit),
+            (rev_no, after_id, model, limit),
         ).fetchall()
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in rows]
 
