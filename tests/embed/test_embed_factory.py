@@ -9,6 +9,7 @@ import pytest
 
 from ragraf.config import load_settings
 from ragraf.embed import make_embedder
+from ragraf.embed.http import RetryPolicy
 from ragraf.embed.local import LocalEmbedder
 from ragraf.embed.ollama import OllamaEmbedder
 from ragraf.embed.openai_compat import OpenAIEmbedder
@@ -35,6 +36,13 @@ def test_ollama_defaults_to_the_local_server(tmp_path: Path):
     assert isinstance(embedder, OllamaEmbedder)
     assert embedder.model_id == "ollama:http://127.0.0.1:11434:nomic-embed-text"
     assert embedder.endpoint.timeout_s == 7.0
+
+
+def test_a_query_time_caller_can_ask_for_one_short_try(tmp_path: Path):
+    embedder = make_embedder(
+        settings(tmp_path, embedder="ollama"), timeout_s=2.0, retry=RetryPolicy(max_attempts=1)
+    )
+    assert embedder.endpoint.timeout_s == 2.0 and embedder.endpoint.retry.max_attempts == 1
 
 
 def test_openai_takes_url_model_and_key_from_the_settings(tmp_path: Path):

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 from ragraf.embed.errors import ModelFileError
 from ragraf.embed.local import MINILM, LocalEmbedder
+from ragraf.embed.quantize import PINNED_VERSIONS
 
 
 @pytest.fixture(scope="session")
@@ -122,6 +124,13 @@ def test_the_model_id_names_the_weights_and_the_token_limit(local: LocalEmbedder
     assert name == "local:all-MiniLM-L6-v2-int8"
     digest, _, limit = rest.partition("/")
     assert len(digest) == 12 and int(digest, 16) >= 0 and limit == "max128"
+
+
+def test_the_pinned_quantizer_versions_rebuild_the_pinned_int8_model(local: LocalEmbedder):
+    installed = {name: metadata.version(name) for name in PINNED_VERSIONS}
+    if installed != PINNED_VERSIONS:
+        pytest.skip(f"int8 build pinned for {PINNED_VERSIONS}, installed {installed}: the model id differs")
+    assert local.model_id.split("@")[1].startswith(MINILM.int8_sha256[:12])
 
 
 def test_a_weight_file_with_another_hash_is_refused(tmp_path: Path):

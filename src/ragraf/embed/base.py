@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -81,8 +81,12 @@ def _require(modules: dict[str, str], provider: str) -> None:
         )
 
 
-def make_embedder(settings: Settings) -> Embedder | None:
-    """The configured embedder, or None for embedder = "none"; nothing is loaded or contacted yet."""
+def make_embedder(settings: Settings, **http: Any) -> Embedder | None:
+    """The configured embedder, or None for embedder = "none"; nothing is loaded or contacted yet.
+
+    `http` reaches the HTTP providers (timeout_s, retry, sleep): a query-time caller passes a
+    short timeout and RetryPolicy(max_attempts=1) so a dead endpoint costs one try, not five.
+    """
     provider = settings.embedder.strip().lower()
     if provider == "none":
         return None
@@ -96,10 +100,10 @@ def make_embedder(settings: Settings) -> Embedder | None:
         if provider == "ollama":
             from ragraf.embed.ollama import OllamaEmbedder
 
-            return OllamaEmbedder.from_settings(settings)
+            return OllamaEmbedder.from_settings(settings, **http)
         from ragraf.embed.openai_compat import OpenAIEmbedder
 
-        return OpenAIEmbedder.from_settings(settings)
+        return OpenAIEmbedder.from_settings(settings, **http)
     raise ConfigError(
         f"unknown embedder {settings.embedder!r}",
         suggest=f"set RAGRAF_EMBEDDER to one of {', '.join(PROVIDERS)}",

@@ -30,7 +30,7 @@ class OllamaEmbedder(RemoteEmbedder):
         return cls(
             settings.embed_model or DEFAULT_MODEL,
             settings.embed_url or DEFAULT_URL,
-            timeout_s=settings.embed_timeout_s,
+            timeout_s=kwargs.pop("timeout_s", None) or settings.embed_timeout_s,
             **kwargs,
         )
 

@@ -35,7 +35,7 @@ class OpenAIEmbedder(RemoteEmbedder):
             settings.embed_model or DEFAULT_MODEL,
             settings.embed_url or DEFAULT_URL,
             api_key=settings.embed_api_key,
-            timeout_s=settings.embed_timeout_s,
+            timeout_s=kwargs.pop("timeout_s", None) or settings.embed_timeout_s,
             **kwargs,
         )
 

@@ -21,6 +21,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 RECIPE = "dq-pc1"  # dynamic quantization, int8 weights per channel; bump when the recipe changes
+# The versions that produced the pinned int8 file (LocalModel.int8_sha256); others may differ by a byte.
+PINNED_VERSIONS = {"onnx": "1.23.2", "onnxruntime": "1.32.0"}
 
 
 def sha256_file(path: Path) -> str:
