@@ -18,7 +18,7 @@ import quality  # noqa: E402
 from metric import score_query  # noqa: E402
 
 from ragraf import Index  # noqa: E402
-from ragraf.search.rank import RULES  # noqa: E402
+from ragraf.search.rank import OFF_BY_DEFAULT, RULES  # noqa: E402
 
 
 def run(mode: str, embedder: str | None, variants: dict[str, dict[str, bool] | None]) -> dict[str, dict[str, float]]:
@@ -46,7 +46,8 @@ def main() -> None:
     ap.add_argument("--embedder", default=None)
     args = ap.parse_args()
     variants: dict[str, dict[str, bool] | None] = {"all rules": None, "no rules": {r: False for r in RULES}}
-    variants.update({f"without {r}": {r: False} for r in RULES})
+    variants.update({f"without {r}": {r: False} for r in RULES if r not in OFF_BY_DEFAULT})
+    variants.update({f"with {r}": {r: True} for r in OFF_BY_DEFAULT})
     table = run(args.mode, args.embedder, variants)
     print(f"{'variant':<28} {'overall':>8} {'semantic':>9} {'architecture':>13} {'symbol':>7}")
     for name, row in table.items():

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from support import SAMPLE, init_git, write
+
+# Lexical-only unless a test asks for embeddings (tests/test_semantic.py does), and a private
+# embedding cache, so the suite neither depends on nor pollutes the user's ~/.cache/ragraf.
+os.environ.setdefault("RAGRAF_EMBEDDER", "none")
+os.environ.setdefault("RAGRAF_CACHE_DIR", tempfile.mkdtemp(prefix="ragraf-test-cache-"))
 
 
 @pytest.fixture

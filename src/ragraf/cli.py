@@ -70,15 +70,27 @@ def main() -> None:
 @click.option("--full", is_flag=True, help="Re-read every file and rebuild (also repairs a corrupt index).")
 @click.option("--dry-run", is_flag=True, help="Show what would be indexed, by folder; change nothing.")
 @click.option("--no-wait", is_flag=True, help="Fail at once if another indexer holds the lock.")
+@click.option(
+    "--lexical-only", is_flag=True, help="Commit the lexical index and facts; leave embeddings for later."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @common
 def index_cmd(
-    root: Path, as_json: bool, path: Path | None, full: bool, dry_run: bool, no_wait: bool, quiet: bool
+    root: Path,
+    as_json: bool,
+    path: Path | None,
+    full: bool,
+    dry_run: bool,
+    no_wait: bool,
+    quiet: bool,
+    lexical_only: bool,
 ) -> int:
     """Index PATH (default: --root) incrementally; a new revision when something changed."""
     idx = Index.open(path or root)
     progress = make_progress(quiet or as_json)
-    report = idx.index(full=full, dry_run_only=dry_run, progress=progress, wait=not no_wait)
+    report = idx.index(
+        full=full, dry_run_only=dry_run, progress=progress, wait=not no_wait, lexical_only=lexical_only
+    )
     data = report if isinstance(report, dict) else report.to_dict()
     if as_json:
         _print_json(data)
@@ -88,6 +100,8 @@ def index_cmd(
         files = data["files"]
         if data.get("reason"):
             click.echo(str(data["reason"]))
+        for warning in data.get("warnings", []):
+            click.echo(f"WARNING: {warning}", err=True)
         head = f"{data['index_rev']}" if data["new_revision"] else f"up to date at {data['index_rev']}"
         click.echo(
             f"{head}: {files['added']} added, {files['modified']} modified, {files['deleted']} deleted, "

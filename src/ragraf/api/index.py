@@ -12,6 +12,7 @@ from typing import Any
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
 from ragraf.embed import Embedder, make_embedder
+from ragraf.embed.http import RetryPolicy
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, UsageError
 from ragraf.facts.lookup import find_definitions, find_references
 from ragraf.freshness.changes import changes_report
@@ -30,6 +31,7 @@ SNIPPET_MAX_CHARS = 4000
 MAX_STALE_WARNINGS = 50
 MAX_FACTS = 200
 POLICIES = ("warn", "auto", "fail")
+QUERY_TIMEOUT_S = 5.0
 
 
 class Index:
@@ -40,6 +42,7 @@ class Index:
         self._store: Store | None = None
         self._embedder: Embedder | None = None
         self._embedder_made = False
+        self._query_embedder: Embedder | None = None
 
     @classmethod
     def open(cls, root: str | Path = ".", **overrides: Any) -> Index:
@@ -65,6 +68,18 @@ class Index:
             self._embedder = make_embedder(self.settings)
             self._embedder_made = True
         return self._embedder
+
+    def query_embedder(self) -> Embedder | None:
+        """The embedder for queries: a remote one fails fast (one try, short timeout) so search
+        answers degraded in seconds instead of retrying for the indexer's patience."""
+        if self.settings.embedder.strip().lower() not in ("ollama", "openai"):
+            return self.embedder()
+        if self._query_embedder is None:
+            timeout = min(QUERY_TIMEOUT_S, self.settings.embed_timeout_s)
+            self._query_embedder = make_embedder(
+                self.settings, timeout_s=timeout, retry=RetryPolicy(max_attempts=1)
+            )
+        return self._query_embedder
 
     def _model(self) -> tuple[str, int | None, str | None]:
         """(model id, dim or None when unknown, why not) of the configured embedder."""
@@ -216,6 +231,7 @@ class Index:
                 report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
                 embedder = self.embedder() if why is None else None
                 if why is not None:
+                    report.embeddings = {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0}
                     report.warnings.append(f"embeddings unavailable: {why}; the index answers lexically")
                 elif embedder is not None and not lexical_only:
                     rev = store.current_revision()
@@ -284,7 +300,7 @@ class Index:
             return None
         cap = env.capability
         try:
-            embedder = self.embedder()
+            embedder = self.query_embedder()
             if embedder is None:
                 if mode == "vector":
                     cap.degraded = True

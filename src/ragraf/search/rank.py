@@ -11,8 +11,8 @@ from ragraf.store import ChunkHit
 from ragraf.tokens import STOPWORDS, split_identifier
 
 RULES = (
-    "rrf", "definition_boost", "symbol_match", "path_match", "test_penalty", "doc_penalty", "file_cap",
-    "merge_adjacent",
+    "rrf", "definition_boost", "symbol_match", "path_match", "test_penalty", "doc_penalty", "file_evidence",
+    "file_cap", "merge_adjacent",
 )  # fmt: skip
 _TEST_QUERY = re.compile(
     r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I
@@ -65,8 +65,13 @@ class QueryInfo:
         return cls(identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)))
 
 
+# Rules measured to hurt on the bench (benchmarks/ablation.py) stay switchable but start off.
+OFF_BY_DEFAULT = frozenset({"symbol_match"})
+
+
 def enabled(rules: dict[str, bool] | None, name: str) -> bool:
-    return True if rules is None else rules.get(name, True)
+    default = name not in OFF_BY_DEFAULT
+    return default if rules is None else rules.get(name, default)
 
 
 def asks_about_tests(query: str) -> bool:
@@ -98,6 +103,23 @@ def apply_rules(
         if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
             score *= 0.6
         out.append(Candidate(hit, score))
+    out.sort(key=lambda c: (-c.score, c.hit.path, c.hit.start_line))
+    return out
+
+
+FILE_EVIDENCE = 0.3
+
+
+def add_file_evidence(candidates: list[Candidate], rules: dict[str, bool] | None = None) -> list[Candidate]:
+    """A file matched by several chunks is likelier the answer: each of its chunks gains a share of
+    the file's runner-up score. Best first."""
+    if not enabled(rules, "file_evidence"):
+        return candidates
+    by_file: dict[str, list[float]] = {}
+    for c in candidates:
+        by_file.setdefault(c.hit.path, []).append(c.score)
+    second = {p: sorted(s, reverse=True)[1] for p, s in by_file.items() if len(s) > 1}
+    out = [Candidate(c.hit, c.score + FILE_EVIDENCE * second.get(c.hit.path, 0.0)) for c in candidates]
     out.sort(key=lambda c: (-c.score, c.hit.path, c.hit.start_line))
     return out
 
