@@ -320,6 +320,70 @@ def gc_cmd(root: Path, as_json: bool) -> int:
     return 0
 
 
+@main.command("doctor")
+@click.option("--pull", is_flag=True, help="Pull the configured model into Ollama when it is missing.")
+@click.option("--check", is_flag=True, help="Also verify every invariant of the index data.")
+@common
+def doctor_cmd(root: Path, as_json: bool, pull: bool, check: bool) -> int:
+    """Is everything healthy: the index, the embedder and its dimension, (--check) the data."""
+    with Index.open(root) as idx:
+        env = idx.doctor(pull=pull, check=check)
+    if as_json:
+        _print_json(env.to_dict())
+    else:
+        for c in env.results:
+            click.echo(
+                f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}"
+                + (f"\n     → {c['suggest']}" if c["suggest"] else "")
+            )
+    return 1 if env.error else 0
+
+
+@main.group("cache")
+def cache_group() -> None:
+    """The embedding cache shared by every index on this machine."""
+
+
+@cache_group.command("stats")
+@common
+def cache_stats_cmd(root: Path, as_json: bool) -> int:
+    """How many vectors the cache holds, per model, and where."""
+    from dataclasses import asdict
+
+    from ragraf.embed import open_cache
+
+    stats = asdict(open_cache(Index.open(root).settings).stats())
+    if as_json:
+        _print_json({"op": "cache", **stats})
+    else:
+        click.echo(
+            f"{stats['path'] or 'cache disabled (RAGRAF_CACHE=0)'}: {stats['vectors']} vectors, {stats['file_bytes']:,} bytes"
+        )
+        for m in stats["models"]:
+            click.echo(f"  {m['model_id']}: {m['vectors']} vectors")
+    return 0
+
+
+@cache_group.command("prune")
+@click.option("--model", "models", multiple=True, help="Drop this model's vectors (repeatable).")
+@click.option(
+    "--older-than", "days", type=float, default=None, help="Drop vectors stored more than DAYS ago."
+)
+@common
+def cache_prune_cmd(root: Path, as_json: bool, models: tuple[str, ...], days: float | None) -> int:
+    """Remove vectors by model and/or age."""
+    from ragraf.embed import open_cache
+
+    if not models and days is None:
+        raise click.UsageError("say what to prune: --model MODEL and/or --older-than DAYS")
+    removed = open_cache(Index.open(root).settings).prune(list(models) or None, days)
+    if as_json:
+        _print_json({"op": "cache", "removed": removed})
+    else:
+        click.echo(f"removed {removed} vectors")
+    return 0
+
+
 from ragraf.adapters.commands import register as _register_adapters  # noqa: E402
 
 _register_adapters(main)

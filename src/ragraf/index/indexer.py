@@ -250,7 +250,8 @@ def run_index(
         head, branch = git_stamp(root)
         events = index_events(current.rev if current else None, old_manifest, manifest)
         rev = store.commit_revision(NewRevision(chash, version, head, branch, manifest, events))
-        store.gc(settings.keep_revisions)
+    # Every run applies retention: what a killed run stored and no revision names goes here.
+    store.gc(settings.keep_revisions)
     now = time.time_ns()
     fresh_stats = {
         hf.stat.path: StatEntry(

@@ -425,7 +425,9 @@ class SqliteStore:
 
     # vectors -------------------------------------------------------------------------------
 
-    def chunks_missing_vectors(self, rev_no: int, model: str, limit: int, after_id: int = 0) -> list[ChunkHit]:
+    def chunks_missing_vectors(
+        self, rev_no: int, model: str, limit: int, after_id: int = 0
+    ) -> list[ChunkHit]:
         """Chunks of a revision without a vector for model, by id after after_id (each chunk once)."""
         rows = self.db.execute(
             "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM manifest m "
@@ -525,6 +527,46 @@ class SqliteStore:
     def set_guard_snapshot(self, blob: bytes) -> None:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('guard_snapshot', ?)", (blob,))
+
+    # consistency -------------------------------------------------------------------------------
+
+    def consistency_problems(self, rev_no: int, model: str | None) -> list[str]:
+        """What is wrong with a revision's data; empty when every invariant holds."""
+        checks = [
+            ("manifest entries whose content is missing",
+             "SELECT count(*) FROM manifest m WHERE m.rev_no = ? AND NOT EXISTS "
+             "(SELECT 1 FROM contents c WHERE c.id = m.content_id)", (rev_no,)),
+            ("contents whose chunk count disagrees with their chunks",
+             "SELECT count(*) FROM contents c WHERE c.n_chunks != (SELECT count(*) FROM chunks k WHERE k.content_id = c.id)",
+             ()),
+            ("chunks missing from the lexical index",
+             "SELECT count(*) FROM chunks k WHERE NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id)", ()),
+            ("lexical index rows without a chunk",
+             "SELECT count(*) FROM chunks_fts f WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = f.rowid)", ()),
+            ("vectors without a chunk",
+             "SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = v.chunk_id)", ()),
+            ("facts without a content",
+             "SELECT count(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM contents c WHERE c.id = f.content_id)", ()),
+            ("contents no retained revision references (retention left them)",
+             "SELECT count(*) FROM contents c WHERE NOT EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = c.id)",
+             ()),
+            ("manifest rows of revisions that no longer exist",
+             "SELECT count(*) FROM manifest m WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.rev_no = m.rev_no)",
+             ()),
+        ]  # fmt: skip
+        problems = []
+        for label, sql, args in checks:
+            n = self.db.execute(sql, args).fetchone()[0]
+            if n:
+                problems.append(f"{n} {label}")
+        if model:
+            dims = self.db.execute("SELECT DISTINCT dim FROM vectors WHERE model = ?", (model,)).fetchall()
+            if len(dims) > 1:
+                problems.append(f"vectors of {model} with several dimensions: {sorted(d[0] for d in dims)}")
+        integrity = self.db.execute("PRAGMA quick_check").fetchone()[0]
+        if integrity != "ok":
+            problems.append(f"SQLite quick_check: {integrity}")
+        return problems
 
     # retention -----------------------------------------------------------------------------
 
