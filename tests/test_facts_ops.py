@@ -71,3 +71,11 @@ def test_odd_names_and_broken_files_never_crash(sample: Path) -> None:
     many = idx.find_symbol("f2999").results
     assert many[0]["line"] == 5999
     assert len(idx.outline("many.py").results) == 3000
+
+
+def test_a_file_counts_as_a_module_definition_when_nothing_else_matches(sample: Path) -> None:
+    write(sample, {"lib/response.js": "var res = Object.create(null);\nmodule.exports = res;\n"})
+    cli_json("index", "--root", str(sample))
+    env = cli_json("def", "response", "--root", str(sample))
+    assert [(r["path"], r["kind"], r["line"]) for r in env["results"]] == [("lib/response.js", "module", 1)]
+    assert "matched module file" in env["notes"]

@@ -55,7 +55,21 @@ def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit
     if hits:
         return rank_definitions(hits), "case-insensitive"
     hits = _qualified(store, rev_no, name)
-    return (rank_definitions(hits), "qualified") if hits else ([], "none")
+    if hits:
+        return rank_definitions(hits), "qualified"
+    hits = _modules(store, rev_no, name)
+    return (rank_definitions(hits), "module file") if hits else ([], "none")
+
+
+def _modules(store: Store, rev_no: int, name: str) -> list[FactHit]:
+    """Files named like the query: in most languages a file is a module (express's lib/response.js)."""
+    wanted = name.lower()
+    found = []
+    for path in store.manifest(rev_no):
+        stem = PurePosixPath(path).stem.lower()
+        if stem == wanted and PurePosixPath(path).suffix not in (".md", ".txt", ".json", ".rst"):
+            found.append(FactHit("def", PurePosixPath(path).stem, "module", path, 1, 1, 1, None, None, False, None))
+    return found
 
 
 def find_references(store: Store, rev_no: int, name: str, calls_only: bool) -> list[FactHit]:
