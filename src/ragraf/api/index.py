@@ -12,7 +12,6 @@ from typing import Any
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
 from ragraf.embed import Embedder, make_embedder
-from ragraf.embed.http import RetryPolicy
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, UsageError
 from ragraf.facts.lookup import find_definitions, find_references
 from ragraf.freshness.changes import changes_report
@@ -75,6 +74,8 @@ class Index:
         if self.settings.embedder.strip().lower() not in ("ollama", "openai"):
             return self.embedder()
         if self._query_embedder is None:
+            from ragraf.embed.http import RetryPolicy  # httpx only for the HTTP providers
+
             timeout = min(QUERY_TIMEOUT_S, self.settings.embed_timeout_s)
             self._query_embedder = make_embedder(
                 self.settings, timeout_s=timeout, retry=RetryPolicy(max_attempts=1)
