@@ -37,7 +37,8 @@ def stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             return w[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
-    return w
+    # decode / decoding / decoded meet at "decod"
+    return w[:-1] if w.endswith("e") and len(w) > 4 else w
 
 
 @functools.lru_cache(maxsize=100_000)
