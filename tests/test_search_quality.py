@@ -73,3 +73,31 @@ def test_test_seeking_queries_still_find_tests(stdlib_slice: Index, query: str, 
     results = stdlib_slice.search(query, k=5).results
     assert expected in [r.path for r in results[:3]], [r.path for r in results]
     assert next(r for r in results if r.path == expected).kind == "test"
+
+
+BUG_REPORT = """Crash when serialising a nested mapping with sort_keys after the upgrade
+
+Steps: call dumps() on a dict whose values are dicts with mixed key types and sort_keys=True.
+
+Traceback (most recent call last):
+  File "app/export.py", line 88, in write_report
+    payload = json.dumps(report, sort_keys=True, indent=2)
+  File "/usr/lib/python3.11/json/__init__.py", line 238, in dumps
+    **kw).encode(obj)
+  File "/usr/lib/python3.11/json/encoder.py", line 202, in encode
+    chunks = list(chunks)
+  File "/usr/lib/python3.11/json/encoder.py", line 432, in _iterencode
+    yield from _iterencode_dict(o, _current_indent_level)
+  File "/usr/lib/python3.11/json/encoder.py", line 353, in _iterencode_dict
+    items = sorted(dct.items())
+TypeError: '<' not supported between instances of 'int' and 'str'
+
+Expected: a clear error naming the key, or keys compared as strings. The tests in
+test_json/test_dump.py only cover string keys. """ * 3
+
+
+def test_a_pasted_bug_report_uses_its_paths_and_identifiers(stdlib_slice: Index) -> None:
+    assert len(BUG_REPORT.encode()) > 2000
+    results = stdlib_slice.search(BUG_REPORT, k=5).results
+    assert results[0].path == "json/encoder.py", [r.path for r in results]
+    assert "_iterencode_dict" in (results[0].symbol or "") + results[0].snippet

@@ -11,8 +11,8 @@ from ragraf.store import ChunkHit
 from ragraf.tokens import STOPWORDS, split_identifier
 
 RULES = (
-    "rrf", "definition_boost", "symbol_match", "path_match", "test_penalty", "doc_penalty", "file_evidence",
-    "file_cap", "merge_adjacent",
+    "rrf", "definition_boost", "symbol_match", "path_match", "mentioned_path", "test_penalty", "doc_penalty",
+    "file_evidence", "file_cap", "merge_adjacent",
 )  # fmt: skip
 _TEST_QUERY = re.compile(
     r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I
@@ -21,6 +21,8 @@ _DOC_QUERY = re.compile(
     r"\b(docs?|documentation|readme|guide|tutorial|changelog|markdown|explain(ed)?)\b", re.I
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A file path quoted in a query (a traceback, a bug report): name/with/slashes.ext
+_MENTIONED_PATH = re.compile(r"[\w.\-]*(?:/[\w.\-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}\b")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
 
@@ -56,6 +58,7 @@ class QueryInfo:
     stems: frozenset[str]  # stems of the content words
     wants_tests: bool
     wants_docs: bool
+    paths: tuple[str, ...] = ()  # file paths the query quotes
 
     @classmethod
     def of(cls, query: str) -> QueryInfo:
@@ -63,7 +66,8 @@ class QueryInfo:
         identifiers = frozenset(w.lower() for w in words if len(w) > 2)
         parts = [p for w in words for p in (split_identifier(w) or (w.lower(),))]
         stems = frozenset(stem(p) for p in parts if len(p) > 2 and p not in STOPWORDS)
-        return cls(identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)))
+        paths = tuple(dict.fromkeys(p.lstrip("./") for p in _MENTIONED_PATH.findall(query[:200_000]) if "/" in p))
+        return cls(identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)), paths[:50])
 
 
 # Rules measured to hurt on the bench (benchmarks/ablation.py) stay switchable but start off.
@@ -86,6 +90,11 @@ def _symbol_matches(symbol: str | None, q: QueryInfo) -> bool:
     return last in q.identifiers or last.replace("_", "") in q.identifiers
 
 
+def _same_file(path: str, mentioned: str) -> bool:
+    """A quoted path names this file when one ends with the other at a folder boundary."""
+    return path == mentioned or path.endswith("/" + mentioned) or mentioned.endswith("/" + path)
+
+
 def apply_rules(
     q: QueryInfo, candidates: list[Candidate], rules: dict[str, bool] | None = None
 ) -> list[Candidate]:
@@ -99,6 +108,8 @@ def apply_rules(
         if enabled(rules, "path_match") and q.stems:
             overlap = len(q.stems & path_stems(hit.path)) / len(q.stems)
             score *= 1.0 + 0.6 * overlap
+        if enabled(rules, "mentioned_path") and q.paths and any(_same_file(hit.path, p) for p in q.paths):
+            score *= 1.5
         if enabled(rules, "test_penalty") and not q.wants_tests and is_test_path(hit.path):
             score *= 0.5
         if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
