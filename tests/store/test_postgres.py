@@ -410,3 +410,52 @@ def test_an_index_from_an_older_ragraf_is_migrated_on_open(
         assert conn.execute("SELECT max(version) FROM ragraf.schema_version").fetchone() == (
             len(pg.MIGRATIONS),
         )
+
+
+def test_bm25_statistics_follow_writes_and_retention(open_pg, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    for i in range(4):
+        commit_files(store, settings, {**SAMPLE, "gen.py": f"def generation_{i}():\n    return {i}\n"})
+    store.gc(2)
+    with psycopg.connect(store.dsn) as conn:
+        conn.execute("SET search_path = ragraf, public")
+        kept = dict(
+            conn.execute(
+                "SELECT lexeme, df FROM lex_df WHERE repo_id = %s AND df > 0", (store.repo_id,)
+            ).fetchall()
+        )
+        recount = dict(
+            conn.execute(
+                "SELECT lexeme, count(*) FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS lexeme "
+                "WHERE c.repo_id = %s GROUP BY lexeme",
+                (store.repo_id,),
+            ).fetchall()
+        )
+        counters = conn.execute(
+            "SELECT n_chunks, n_tokens FROM repositories WHERE id = %s", (store.repo_id,)
+        ).fetchone()
+        actual = conn.execute(
+            "SELECT count(*), sum(lex_len) FROM chunks WHERE repo_id = %s", (store.repo_id,)
+        ).fetchone()
+    assert kept == recount
+    assert "generation_0" not in str(kept) and counters == actual
+
+
+def test_maxscore_pruning_returns_what_scoring_everything_returns(
+    open_pg, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    files = {
+        f"pkg/mod{i}.py": f"def handler_{i}(request):\n    value = request.{'rare_token' if i % 17 == 0 else 'common'}\n"
+        f"    return common_helper(value, {i})\n" + ("# common common common\n" * (i % 5))
+        for i in range(120)
+    }
+    rev = commit_files(store, settings, files)
+    match = fts_match(query_terms("rare_token common helper request"))
+    everything = store.lexical_search(match, rev.rev_no, 10)
+    monkeypatch.setattr(pg, "LEXICAL_CANDIDATES", 1)
+    pruned = store.lexical_search(match, rev.rev_no, 10)
+    assert [(h.chunk_id, h.path, round(h.score, 9)) for h in pruned] == [
+        (h.chunk_id, h.path, round(h.score, 9)) for h in everything
+    ]
+    assert everything[0].path in {p for p, t in files.items() if "rare_token" in t}

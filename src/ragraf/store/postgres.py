@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
 import socket
@@ -51,6 +52,8 @@ LOCK_VECTOR_INDEX = 0x52414701
 # BM25 as SQLite's FTS5 computes it (k1, b, body weight 1, symbol weight 4), so both stores rank alike.
 BM25_K1 = 1.2
 BM25_B = 0.75
+# Postings the first lexical pass may score; more only when they could change the top results.
+LEXICAL_CANDIDATES = 2000
 # Below this many chunks in a revision an exact scan is fast and exact like SQLite's; above it HNSW.
 EXACT_VECTOR_MAX = 20_000
 # Tokens longer than this are base64 or minified noise; PostgreSQL would refuse words over 2 KiB.
@@ -178,9 +181,11 @@ class PostgresStore:
     def _configure(self, conn: psycopg.Connection) -> None:
         from pgvector.psycopg import register_vector
 
+        # Searches run many at once: a parallel plan per query would only add worker start-ups.
         conn.execute(
             "SELECT set_config('search_path', %s, false), set_config('statement_timeout', %s, false), "
-            "set_config('idle_in_transaction_session_timeout', %s, false)",
+            "set_config('idle_in_transaction_session_timeout', %s, false), "
+            "set_config('max_parallel_workers_per_gather', '0', false)",
             (self._search_path, f"{int(self.statement_timeout_s * 1000)}", "300000"),
         )
         register_vector(conn)
@@ -291,7 +296,7 @@ class PostgresStore:
         raise AssertionError("unreachable")
 
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection]:
+    def _tx(self, write: bool = True) -> Iterator[psycopg.Connection]:
         """A pooled connection inside one transaction: committed whole, or rolled back on any error."""
         try:
             conn = self._live_connection()
@@ -299,6 +304,10 @@ class PostgresStore:
             raise self._translate(exc) from None
         try:
             with conn.transaction():
+                if write:
+                    # The statement timeout guards readers; a big batch into an HNSW graph may take
+                    # minutes, and cutting it would only make the indexer start over.
+                    conn.execute("SELECT set_config('statement_timeout', '0', true)")
                 yield conn
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._translate(exc) from None
@@ -619,10 +628,17 @@ class PostgresStore:
                             f.body_hash,
                         )
                     )
-        # BM25 needs the row count and the mean length; counters beat a scan on every query.
+        # BM25 needs the row count, the mean length and each term's document frequency; counters
+        # kept here beat a scan on every query. Sorted lexemes: concurrent upserts never deadlock.
         conn.execute(
             "UPDATE repositories SET n_chunks = n_chunks + %s, n_tokens = n_tokens + %s WHERE id = %s",
             (n_chunks, n_tokens, self.repo_id),
+        )
+        conn.execute(
+            "INSERT INTO lex_df (repo_id, lexeme, df) SELECT %s, lexeme, count(*) FROM chunks c, "
+            "unnest(tsvector_to_array(c.tsv)) AS lexeme WHERE c.content_id = ANY(%s) GROUP BY lexeme "
+            "ORDER BY lexeme ON CONFLICT (repo_id, lexeme) DO UPDATE SET df = lex_df.df + excluded.df",
+            (self.repo_id, content_ids),
         )
         return {item.key: ids[item.key] for item in items}
 
@@ -650,57 +666,118 @@ class PostgresStore:
         operands = match_terms(match)
         if not operands or limit <= 0:
             return []
-        # Every chunk of the repository that matches a term counts for the IDF, as in FTS5, where
-        # older revisions' chunks share the index; the score is FTS5's bm25() term for term:
-        # tf = body hits + 4 x symbol hits (ts_rank_cd with weights D=.25, A=1, times 4).
-        rows = self._rows(
-            """
-            WITH terms AS (
-                SELECT i, to_tsquery(%(cfg)s::regconfig, op) AS q
-                FROM unnest(%(ops)s::text[]) WITH ORDINALITY AS u (op, i)
-            ),
-            matched AS (
-                SELECT c.id, c.content_id, c.lex_len, c.tsv FROM chunks c
-                WHERE c.tsv @@ to_tsquery(%(cfg)s::regconfig, %(any)s) AND c.repo_id = %(repo)s
-            ),
-            hits AS (
-                SELECT m.id, m.content_id, m.lex_len, t.i,
-                       4 * ts_rank_cd('{0.25, 0.25, 0.25, 1}', m.tsv, t.q, 0) AS tf
-                FROM matched m JOIN terms t ON m.tsv @@ t.q
-            ),
-            df AS (SELECT i, count(*) AS n FROM hits GROUP BY i),
-            stats AS (
-                SELECT greatest(n_chunks, 1)::float8 AS n_rows,
-                       greatest(n_tokens, 1)::float8 / greatest(n_chunks, 1) AS avgdl
-                FROM repositories WHERE id = %(repo)s
-            ),
-            scored AS (
-                SELECT h.id, h.content_id, sum(
-                    greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6)
-                    * (h.tf * (%(k1)s + 1)) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.lex_len / s.avgdl))
-                ) AS score
-                FROM hits h JOIN df d USING (i) CROSS JOIN stats s
-                GROUP BY h.id, h.content_id
+        return self._read(lambda conn: self._lexical(conn, operands, rev_no, limit))
+
+    def _lexical(
+        self, conn: psycopg.Connection, operands: list[str], rev_no: int, limit: int
+    ) -> list[ChunkHit]:
+        terms = self._term_stats(conn, operands)
+        if not terms:
+            return []
+        n_rows, avgdl = terms[0][3], terms[0][4]
+        # FTS5's IDF: every stored chunk of the repository counts, older revisions' too.
+        idf = [max(math.log((n_rows - t[2] + 0.5) / (t[2] + 0.5)), 1e-6) for t in terms]
+        bound = [w * (BM25_K1 + 1) for w in idf]  # no chunk gets more from a term than this
+        order = sorted(range(len(terms)), key=lambda k: terms[k][2])
+        # MaxScore: candidates come from the rarest terms only, as long as a chunk that holds
+        # none of them provably cannot reach the top `limit`; else more terms, up to all.
+        essential: list[int] = []
+        postings = 0
+        for k in order:  # the rarest terms within the budget, at least one
+            if essential and postings + terms[k][2] > LEXICAL_CANDIDATES:
+                break
+            essential.append(k)
+            postings += terms[k][2]
+        while True:
+            rows = self._score(conn, terms, idf, essential, avgdl, rev_no, limit)
+            rest = sum(bound[k] for k in order[len(essential) :])
+            if len(essential) == len(terms) or (len(rows) == limit and rest < rows[-1][3] - 1e-9):
+                break
+            essential.append(order[len(essential)])
+        if not rows:
+            return []
+        texts = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT id, end_line, symbol, text FROM chunks WHERE id = ANY(%s)", ([r[0] for r in rows],)
             )
-            SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, sc.score, m.sha256
-            FROM scored sc
-            JOIN manifest m ON m.repo_id = %(repo)s AND m.rev_no = %(rev)s AND m.content_id = sc.content_id
-            JOIN chunks c ON c.id = sc.id
-            ORDER BY sc.score DESC, m.path, c.start_line
-            LIMIT %(limit)s
-            """,
-            {
-                "cfg": TS_CONFIG,
-                "ops": operands,
-                "any": " | ".join(f"({op})" for op in operands),
-                "repo": self.repo_id,
-                "rev": rev_no,
-                "k1": BM25_K1,
-                "b": BM25_B,
-                "limit": limit,
-            },  # type: ignore[arg-type]
+        }
+        return [
+            ChunkHit(cid, path, start, texts[cid][0], texts[cid][1], texts[cid][2], score, sha)
+            for cid, path, start, score, sha in rows
+        ]
+
+    def _term_stats(
+        self, conn: psycopg.Connection, operands: list[str]
+    ) -> list[tuple[str, int, int, int, float]]:
+        """(tsquery text, nodes, document frequency, chunks in the repository, mean length) per operand."""
+        rows = conn.execute(
+            "SELECT q::text, numnode(q), d.df, r.n_chunks, r.n_tokens "
+            "FROM unnest(%(ops)s::text[]) WITH ORDINALITY AS u (op, i) "
+            "CROSS JOIN LATERAL (SELECT to_tsquery(%(cfg)s::regconfig, u.op) AS q) t "
+            "CROSS JOIN repositories r "
+            "LEFT JOIN lex_df d ON d.repo_id = r.id AND numnode(t.q) = 1 "
+            "AND d.lexeme = (tsvector_to_array(to_tsvector(%(cfg)s::regconfig, u.op)))[1] "
+            "WHERE r.id = %(repo)s ORDER BY u.i",
+            {"ops": operands, "cfg": TS_CONFIG, "repo": self.repo_id},
+        ).fetchall()
+        terms = []
+        for query, nodes, df, n_chunks, n_tokens in rows:
+            if nodes == 0:
+                continue  # nothing left to match once normalised
+            if nodes > 1:  # a phrase: its frequency is counted, phrases are rare in queries
+                found = conn.execute(
+                    "SELECT count(*) FROM chunks WHERE repo_id = %s AND tsv @@ %s::tsquery",
+                    (self.repo_id, query),
+                ).fetchone()
+                df = found[0] if found else 0
+            n = max(int(n_chunks), 1)
+            terms.append((query, int(nodes), int(df or 0), n, max(int(n_tokens), 1) / n))
+        return terms
+
+    def _score(
+        self,
+        conn: psycopg.Connection,
+        terms: list[tuple[str, int, int, int, float]],
+        idf: list[float],
+        essential: list[int],
+        avgdl: float,
+        rev_no: int,
+        limit: int,
+    ) -> list[tuple[Any, ...]]:
+        """Top (chunk id, path, start line, score, sha256) of the revision among chunks matching an essential term."""
+        # Per term, tf = body hits + 4 x symbol hits (ts_rank_cd, weights D=.25 A=1, one term per
+        # call, times 4), and idf * tf * (k1+1) / (tf + K) is written idf * (k1+1) * (1 - K / (tf + K))
+        # so each term's tf is computed once; K = k1 * (1 - b + b * length / avgdl).
+        term = sql.SQL(
+            "{idf} * (1 - (%(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)) / "
+            "(4 * ts_rank_cd('{{0.25, 0.25, 0.25, 1}}', c.tsv, {q}::tsquery, 0) "
+            "+ %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)))"
         )
-        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
+        score = sql.SQL(" + ").join(
+            term.format(idf=sql.Placeholder(f"idf{i}"), q=sql.Placeholder(f"q{i}")) for i in range(len(terms))
+        )
+        params: dict[str, object] = {
+            "repo": self.repo_id,
+            "rev": rev_no,
+            "essential": " | ".join(f"({terms[k][0]})" for k in essential),
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "avgdl": avgdl,
+            "limit": limit,
+        }
+        for i, (t, w) in enumerate(zip(terms, idf, strict=True)):
+            params[f"q{i}"] = t[0]
+            params[f"idf{i}"] = w
+        query = sql.SQL(
+            "SELECT s.id, m.path, s.start_line, s.score, m.sha256 FROM ("
+            " SELECT c.id, c.content_id, c.start_line, (%(k1)s + 1) * ({score}) AS score FROM chunks c"
+            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery AND c.content_id IN"
+            " (SELECT content_id FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s)"
+            ") s JOIN manifest m ON m.repo_id = %(repo)s AND m.rev_no = %(rev)s AND m.content_id = s.content_id "
+            "ORDER BY s.score DESC, m.path, s.start_line LIMIT %(limit)s"
+        ).format(score=score)
+        return conn.execute(query, params).fetchall()
 
     # facts --------------------------------------------------------------------------------------
 
@@ -894,15 +971,22 @@ class PostgresStore:
         assert row is not None
         model_id = int(row[0])
         matrix = np.frombuffer(b"".join(blob for _, blob in items), dtype=np.float32).reshape(len(items), dim)
-        for start in range(0, len(items), 2000):
-            part = items[start : start + 2000]
-            conn.execute(
-                "INSERT INTO vectors (model_id, chunk_id, repo_id, embedding) "
-                "SELECT %s, u.chunk_id, c.repo_id, u.embedding FROM unnest(%s::bigint[], %s::vector[]) "
-                "AS u (chunk_id, embedding) JOIN chunks c ON c.id = u.chunk_id AND c.repo_id = %s "
-                "ON CONFLICT (model_id, chunk_id) DO UPDATE SET embedding = excluded.embedding",
-                (model_id, [cid for cid, _ in part], list(matrix[start : start + len(part)]), self.repo_id),
-            )
+        # Binary COPY into a scratch table, then one upsert: text-formatting floats is the slow part.
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS vectors_in (chunk_id bigint, embedding vector) ON COMMIT DELETE ROWS"
+        )
+        with conn.cursor().copy("COPY vectors_in (chunk_id, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "vector"])
+            for (chunk_id, _), vec in zip(items, matrix, strict=True):
+                copy.write_row((chunk_id, vec))
+        conn.execute(
+            "INSERT INTO vectors (model_id, chunk_id, repo_id, embedding) "
+            "SELECT %s, i.chunk_id, c.repo_id, i.embedding FROM vectors_in i "
+            "JOIN chunks c ON c.id = i.chunk_id AND c.repo_id = %s "
+            "ON CONFLICT (model_id, chunk_id) DO UPDATE SET embedding = excluded.embedding",
+            (model_id, self.repo_id),
+        )
+        conn.execute("TRUNCATE vectors_in")
         return model_id
 
     def _ensure_vector_index(self, conn: psycopg.Connection, model_id: int, dim: int) -> None:
@@ -971,7 +1055,7 @@ class PostgresStore:
         self, model_id: int, dim: int, vec: np.ndarray, rev_no: int, limit: int
     ) -> list[tuple[Any, ...]]:
         query = hnsw_query(model_id, dim)
-        with self._tx() as conn:
+        with self._tx(write=False) as conn:
             conn.execute(
                 # enable_sort off: the only ordered path left is the HNSW index, whatever the statistics say.
                 "SELECT set_config('hnsw.ef_search', %s, true), "
@@ -1049,6 +1133,13 @@ class PostgresStore:
                     (self.repo_id, self.repo_id, keep),
                 )
             ]
+            conn.execute(
+                "WITH gone AS (SELECT lexeme, count(*) AS n FROM contents o JOIN chunks c ON c.content_id = o.id, "
+                "unnest(tsvector_to_array(c.tsv)) AS lexeme WHERE o.repo_id = %s AND NOT EXISTS "
+                "(SELECT 1 FROM manifest m WHERE m.content_id = o.id) GROUP BY lexeme) "
+                "UPDATE lex_df d SET df = d.df - gone.n FROM gone WHERE d.repo_id = %s AND d.lexeme = gone.lexeme",
+                (self.repo_id, self.repo_id),
+            )
             # Chunks, facts and vectors of a deleted content go with it (ON DELETE CASCADE).
             stats = conn.execute(
                 "WITH orphans AS (DELETE FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "

