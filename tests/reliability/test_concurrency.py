@@ -1,0 +1,49 @@
+"""Short concurrency campaign (reliability/concurrency.py): 2 writers + 8 readers for 10 s while files
+change, then two MCP servers answering during a reindex."""
+
+from __future__ import annotations
+
+import pytest
+
+from reliability import concurrency
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def campaign() -> dict:
+    return concurrency.run(seconds=10, packages=("asyncio", "json"), log=lambda line: None)
+
+
+def test_every_index_run_succeeds_and_writers_take_turns(campaign: dict) -> None:
+    assert campaign["index_runs_failed"] == []
+    assert campaign["index_runs"] >= 2
+    assert campaign["new_revisions"] >= 1
+
+
+def test_no_reader_error_under_concurrent_writers(campaign: dict) -> None:
+    assert campaign["reader_error_count"] == 0, campaign["reader_errors"]
+    assert campaign["reader_ops"] > 50
+
+
+def test_every_answer_verifies_against_the_revision_it_names(campaign: dict) -> None:
+    assert campaign["inconsistent_count"] == 0, campaign["inconsistent_answers"]
+    assert campaign["checks"].get("search results verified", 0) > 0
+
+
+def test_the_ledger_has_no_duplicate_event(campaign: dict) -> None:
+    ledger = campaign["ledger"]
+    assert ledger["entries"] > 0
+    assert ledger["duplicate_keys"] == 0
+    assert ledger["duplicate_events"] == 0
+    assert ledger["open_and_archived"] == 0
+
+
+def test_two_mcp_servers_answer_consistently_during_a_reindex(campaign: dict) -> None:
+    mcp = campaign["mcp"]
+    assert mcp["errors"] == []
+    assert mcp["inconsistent"] == []
+    assert mcp["revision_went_backwards"] == 0
+    assert mcp["cli_reindex_exit"] == 0
+    assert not mcp["mcp_reindex"]["is_error"], mcp["mcp_reindex"]
+    assert all(n > 0 for n in mcp["calls"].values()) and len(mcp["calls"]) == 2
