@@ -1,0 +1,445 @@
+"""Scale campaign: a generated monorepo (default 100,000 files, about 2 million lines), indexed cold,
+re-indexed with no change and after a one-file change, then searched.
+
+The monorepo is generated deterministically from a seed: services with nested packages in
+Python, TypeScript, JavaScript, Go, Java, Rust, C/C++, Markdown, JSON and YAML, file lengths drawn
+from a log-normal distribution (median 14 lines, a long tail to 900), identifiers from a shared
+vocabulary so queries, definitions and references mean something. It is committed to git, as a
+real monorepo would be (--no-git walks it instead).
+
+Figures: cold index time and peak RSS of the whole process tree (the indexer and its worker
+processes, polled every 0.2 s), no-change re-index, one-file change, search p50/p95 (warm
+library calls, as an MCP server answers them, and cold CLI calls), index size on disk.
+Targets (issue 10): peak RSS <= 2 GiB, no-change <= 5 s, one file <= 2 s, search p95 <= 150 ms.
+
+    python -m reliability.scale --files 100000 [--embedder local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reliability.common import (
+    TreeRss,
+    base_env,
+    cli,
+    cli_json,
+    loadavg,
+    percentile,
+    ragraf_cmd,
+    save_result,
+)
+
+TARGETS = {"peak_rss_gib": 2.0, "no_change_s": 5.0, "one_file_s": 2.0, "search_p95_ms": 150.0}
+
+WORDS = (
+    "account order invoice payment customer user session token cache queue worker job task event "
+    "stream buffer socket request response handler router route client server config setting "
+    "schema model record table index query filter cursor page batch retry backoff limit quota "
+    "metric trace span log audit policy role permission tenant region shard replica snapshot "
+    "backup restore migrate deploy build release feature flag experiment report export import "
+    "parser lexer token node tree graph edge vertex path search rank score embed vector chunk "
+    "file folder upload download image thumbnail video audio email notify webhook signature "
+    "price discount cart checkout shipment warehouse inventory product catalog review rating"
+).split()
+
+# (extension, share of files)
+LANGUAGES = [
+    ("py", 0.28),
+    ("ts", 0.20),
+    ("js", 0.08),
+    ("go", 0.10),
+    ("java", 0.08),
+    ("rs", 0.05),
+    ("c", 0.03),
+    ("cpp", 0.02),
+    ("md", 0.08),
+    ("json", 0.04),
+    ("yaml", 0.04),
+]
+
+
+def _name(rng: random.Random, parts: int = 2) -> list[str]:
+    return [rng.choice(WORDS) for _ in range(parts)]
+
+
+def _snake(words: list[str]) -> str:
+    return "_".join(words)
+
+
+def _camel(words: list[str]) -> str:
+    return words[0] + "".join(w.title() for w in words[1:])
+
+
+def _pascal(words: list[str]) -> str:
+    return "".join(w.title() for w in words)
+
+
+def _body_lines(rng: random.Random, ext: str, n: int, calls: list[str]) -> list[str]:
+    """n lines of a function body in the language's shape, calling some known functions."""
+    out = []
+    for i in range(n):
+        w = _name(rng, 2)
+        callee = rng.choice(calls) if calls and rng.random() < 0.3 else None
+        if ext == "py":
+            out.append(
+                f"    {_snake(w)} = {callee}({_snake(w[:1])})"
+                if callee
+                else f"    {_snake(w)} = {i} + len({w[0]!r})"
+            )
+        elif ext in ("ts", "js"):
+            out.append(
+                f"  const {_camel(w)} = {callee}({w[0]});"
+                if callee
+                else f"  const {_camel(w)} = {i} + {w[1]!r}.length;"
+            )
+        elif ext == "go":
+            out.append(
+                f"\t{_camel(w)} := {callee}({w[0]})"
+                if callee
+                else f"\t{_camel(w)} := {i} + len({json.dumps(w[1])})"
+            )
+        elif ext == "java":
+            out.append(
+                f"    var {_camel(w)} = {callee}({w[0]});"
+                if callee
+                else f"    int {_camel(w)} = {i} + {json.dumps(w[1])}.length();"
+            )
+        elif ext == "rs":
+            out.append(
+                f"    let {_snake(w)} = {callee}({w[0]});"
+                if callee
+                else f"    let {_snake(w)} = {i} + {json.dumps(w[1])}.len();"
+            )
+        else:
+            out.append(
+                f"    int {_snake(w)} = {callee}({w[0]});"
+                if callee
+                else f"    int {_snake(w)} = {i} + (int)strlen({json.dumps(w[1])});"
+            )
+    return out  # fmt: skip
+
+
+def _code(rng: random.Random, ext: str, lines: int, module: str, calls: list[str]) -> tuple[str, list[str]]:
+    """A source file of about `lines` lines: imports, one class or struct, functions; and the
+    function names it defines (later files call them)."""
+    defined: list[str] = []
+    head = {
+        "py": [f'"""The {module.replace("_", " ")} module."""', "", "import os", "import json", ""],
+        "ts": [f"// The {module} module.", "import { readFile } from 'fs';", ""],
+        "js": [f"// The {module} module.", "const path = require('path');", ""],
+        "go": [f"// Package {module} handles {module.replace('_', ' ')}.", f"package {module}", "", 'import "fmt"', ""],
+        "java": [f"package com.example.{module};", "", "import java.util.List;", ""],
+        "rs": [f"//! The {module} crate module.", "use std::collections::HashMap;", ""],
+        "c": [f"/* The {module} module. */", "#include <string.h>", ""],
+        "cpp": [f"// The {module} module.", "#include <string>", "#include <vector>", ""],
+    }[ext]  # fmt: skip
+    out = list(head)
+    cls = _pascal(_name(rng, 2)) + rng.choice(["Service", "Handler", "Store", "Client", "Manager", "Builder"])
+    while len(out) < lines:
+        remaining = lines - len(out)
+        body = max(1, min(remaining - 3, int(rng.lognormvariate(math.log(6), 0.6))))
+        w = _name(rng, rng.choice([2, 2, 3]))
+        if ext == "py":
+            fn = _snake(w)
+            out += [
+                f"def {fn}({w[0]}, {w[1]}=None):",
+                f'    """{" ".join(w).capitalize()} for the {module}."""',
+            ]
+            out += _body_lines(rng, ext, body, calls) + [f"    return {_snake(w[:1])}", ""]
+        elif ext in ("ts", "js"):
+            fn = _camel(w)
+            sig = (
+                f"export function {fn}({w[0]}: string, {w[1]}?: number): number {{"
+                if ext == "ts"
+                else f"function {fn}({w[0]}, {w[1]}) {{"
+            )
+            out += (
+                [f"/** {' '.join(w).capitalize()}. */", sig]
+                + _body_lines(rng, ext, body, calls)
+                + ["  return 0;", "}", ""]
+            )
+        elif ext == "go":
+            fn = _pascal(w)
+            out += (
+                [f"// {fn} does {' '.join(w)}.", f"func {fn}({w[0]} string) int {{"]
+                + _body_lines(rng, ext, body, calls)
+                + ["\treturn 0", "}", ""]
+            )
+        elif ext == "java":
+            fn = _camel(w)
+            if not defined:
+                out += [f"public class {cls} {{"]
+            out += (
+                [f"  /** {' '.join(w).capitalize()}. */", f"  public int {fn}(String {w[0]}) {{"]
+                + _body_lines(rng, ext, body, calls)
+                + ["    return 0;", "  }", ""]
+            )
+        elif ext == "rs":
+            fn = _snake(w)
+            out += (
+                [f"/// {' '.join(w).capitalize()}.", f"pub fn {fn}({w[0]}: &str) -> usize {{"]
+                + _body_lines(rng, ext, body, calls)
+                + ["    0", "}", ""]
+            )
+        else:
+            fn = _snake(w)
+            out += (
+                [f"/* {' '.join(w)} */", f"int {fn}(const char *{w[0]}) {{"]
+                + _body_lines(rng, ext, body, calls)
+                + ["    return 0;", "}", ""]
+            )
+        defined.append(fn)
+    if ext == "java":
+        out.append("}")
+    return "\n".join(out) + "\n", defined  # fmt: skip
+
+
+def _doc(rng: random.Random, ext: str, lines: int, module: str) -> str:
+    if ext == "md":
+        out = [f"# {module.replace('_', ' ').title()}", ""]
+        while len(out) < lines:
+            if rng.random() < 0.15:
+                out += [f"## {' '.join(_name(rng, 2)).title()}", ""]
+            out.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))).capitalize() + ".")
+        return "\n".join(out) + "\n"
+    if ext == "json":
+        items = {_snake(_name(rng, 2)): rng.randint(0, 999) for _ in range(max(1, lines - 2))}
+        return json.dumps({"name": module, "settings": items}, indent=1) + "\n"
+    out = [f"name: {module}", "settings:"]
+    out += [f"  {_snake(_name(rng, 2))}: {rng.randint(0, 999)}" for _ in range(max(1, lines - 2))]
+    return "\n".join(out) + "\n"
+
+
+def generate(root: Path, files: int, seed: int = 100) -> dict[str, Any]:
+    """Write the monorepo; returns its file and line counts by language."""
+    rng = random.Random(seed)
+    exts = [e for e, _ in LANGUAGES]
+    weights = [w for _, w in LANGUAGES]
+    counts: Counter[str] = Counter()
+    lines_by: Counter[str] = Counter()
+    total_bytes = 0
+    known: list[str] = []  # function names defined so far; later files call some of them
+    per_package = 25
+    for i in range(files):
+        service, package = divmod(i // per_package, 40)
+        folder = root / "services" / f"svc{service:03d}" / f"pkg{package:02d}"
+        if i % per_package == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+        ext = rng.choices(exts, weights)[0]
+        lines = max(3, min(900, int(rng.lognormvariate(math.log(14), 0.8))))
+        module = _snake(_name(rng, 2))
+        name = f"{module}_{i}.{ext}"
+        if ext in ("md", "json", "yaml"):
+            text = _doc(rng, ext, lines, module)
+        else:
+            calls = rng.sample(known, min(len(known), 8)) if known else []
+            text, defined = _code(rng, ext, lines, module, calls)
+            known.extend(defined[:2])
+            if len(known) > 5000:
+                del known[: len(known) - 5000]
+        (folder / name).write_text(text, encoding="utf-8")
+        counts[ext] += 1
+        lines_by[ext] += text.count("\n")
+        total_bytes += len(text)
+    return {
+        "files": files,
+        "lines": sum(lines_by.values()),
+        "bytes": total_bytes,
+        "files_by_language": dict(counts),
+        "lines_by_language": dict(lines_by),
+        "folders": math.ceil(files / per_package),
+    }
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {
+        "GIT_AUTHOR_NAME": "s",
+        "GIT_AUTHOR_EMAIL": "s@e",
+        "GIT_COMMITTER_NAME": "s",
+        "GIT_COMMITTER_EMAIL": "s@e",
+    }
+    import os
+
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **env})
+
+
+def measured_index(root: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
+    """`ragraf index --json` with the peak RSS of its process tree."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        ragraf_cmd("index", "--root", str(root), "--json", *extra),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sampler = TreeRss(proc.pid, 0.2).start()
+    out, err = proc.communicate()
+    wall = time.monotonic() - t0
+    sampler.stop()
+    report = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    return {
+        "exit": proc.returncode,
+        "wall_s": round(wall, 2),
+        "reported_s": report.get("duration_s"),
+        "peak_rss_mib": round(sampler.peak_total / 2**20, 1),
+        "peak_rss_single_process_mib": round(sampler.peak_single / 2**20, 1),
+        "processes": sampler.peak_processes,
+        "report": {
+            k: report.get(k)
+            for k in ("index_rev", "files", "chunks", "new_revision", "embeddings", "warnings")
+        },
+        "stderr": err[-1000:] if proc.returncode else "",
+    }
+
+
+def search_latency(root: Path, env: dict[str, str], queries: list[str]) -> dict[str, Any]:
+    """Warm library latency per query (an MCP server's view), in a child with env applied."""
+    code = (
+        "import json, sys, time\n"
+        "from ragraf import Index\n"
+        "queries = json.loads(sys.argv[2])\n"
+        "idx = Index.open(sys.argv[1])\n"
+        "for q in queries[:5]: idx.search(q, k=10)\n"
+        "out = []\n"
+        "for q in queries:\n"
+        "    t = time.perf_counter(); env = idx.search(q, k=10); out.append([time.perf_counter() - t, len(env.results), env.state])\n"
+        "print(json.dumps(out))\n"
+    )
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(root), json.dumps(queries)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:]}
+    rows = json.loads(proc.stdout)
+    times = [r[0] * 1000 for r in rows]
+    return {
+        "queries": len(rows),
+        "p50_ms": round(percentile(times, 50), 1),
+        "p95_ms": round(percentile(times, 95), 1),
+        "max_ms": round(max(times), 1),
+        "empty_answers": sum(1 for r in rows if r[1] == 0),
+        "states": dict(Counter(r[2] for r in rows)),
+    }
+
+
+def run(
+    files: int = 100_000,
+    embedder: str = "none",
+    git: bool = True,
+    seed: int = 100,
+    queries: int = 200,
+    workdir: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    tmp = Path(workdir or tempfile.mkdtemp(prefix="ragraf-scale-"))
+    root, home, cache = tmp / "monorepo", tmp / "home", tmp / "cache"
+    root.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    corpus = generate(root, files, seed)
+    corpus["generate_s"] = round(time.monotonic() - t0, 1)
+    if git:
+        t1 = time.monotonic()
+        _git(root, "init", "-q", "-b", "main")
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", "synthetic monorepo")
+        corpus["git_s"] = round(time.monotonic() - t1, 1)
+    log(f"generated {json.dumps(corpus)}")
+    env = base_env(home, cache, embedder)
+    cold = measured_index(root, env)
+    log(f"cold index: {json.dumps(cold)}")
+    no_change = [measured_index(root, env) for _ in range(3)]
+    log(f"no-change re-index: {[r['wall_s'] for r in no_change]}")
+    rng = random.Random(seed)
+    candidates = sorted(root.glob("services/svc00*/pkg0*/*.py"))
+    one_file = []
+    for i in range(3):
+        target = rng.choice(candidates)
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(f"\n\ndef scale_edit_{i}(value):\n    return value + {i}\n")
+        one_file.append(measured_index(root, env))
+    log(f"one-file re-index: {[r['wall_s'] for r in one_file]}")
+    qrng = random.Random(seed + 1)
+    qs = [" ".join(qrng.sample(WORDS, qrng.choice([1, 2, 3]))) for _ in range(queries)]
+    qs += [_pascal(_name(qrng, 2)) + "Service" for _ in range(queries // 10)]
+    warm = search_latency(root, env, qs)
+    log(f"search (warm library): {json.dumps(warm)}")
+    cold_cli = []
+    for q in qs[:5]:
+        t = time.monotonic()
+        out = cli("search", q, "--root", str(root), "-k", "10", "--json", env=env)
+        cold_cli.append(round((time.monotonic() - t) * 1000, 1) if out.returncode == 0 else None)
+    code, doctor = cli_json("doctor", "--check", "--root", str(root), env=env)
+    size = sum(p.stat().st_size for p in home.rglob("*") if p.is_file() and p.name.startswith("index-"))
+    cache_size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) if cache.exists() else 0
+    mid = sorted(r["wall_s"] for r in no_change)[1]
+    one = sorted(r["wall_s"] for r in one_file)[1]
+    result = {
+        "campaign": "scale",
+        "embedder": embedder,
+        "git": git,
+        "corpus": corpus,
+        "cold": cold,
+        "no_change": no_change,
+        "no_change_median_s": mid,
+        "one_file": one_file,
+        "one_file_median_s": one,
+        "search_warm": warm,
+        "search_cold_cli_ms": cold_cli,
+        "index_bytes": size,
+        "index_mib": round(size / 2**20, 1),
+        "cache_mib": round(cache_size / 2**20, 1),
+        "doctor_check_exit": code,
+        "doctor_problems": [c["detail"] for c in doctor.get("results", []) if not c.get("ok")],
+        "targets": TARGETS,
+        "duration_s": round(time.monotonic() - t0, 1),
+        "loadavg": loadavg(),
+    }
+    result["met"] = {
+        "peak_rss": cold["peak_rss_mib"] / 1024 <= TARGETS["peak_rss_gib"],
+        "no_change": mid <= TARGETS["no_change_s"],
+        "one_file": one <= TARGETS["one_file_s"],
+        "search_p95": warm.get("p95_ms", 1e9) <= TARGETS["search_p95_ms"],
+    }
+    result["ok"] = cold["exit"] == 0 and all(r["exit"] == 0 for r in no_change + one_file) and code == 0
+    if workdir is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--embedder", choices=["none", "local"], default="none")
+    parser.add_argument("--no-git", action="store_true")
+    parser.add_argument("--seed", type=int, default=100)
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    parser.add_argument("--name", default="", help="results file name suffix")
+    args = parser.parse_args()
+    result = run(args.files, args.embedder, not args.no_git, args.seed, workdir=args.keep)
+    name = "scale" + (f"-{args.name}" if args.name else f"-{args.embedder}-{args.files}")
+    print(save_result(name, result))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("no_change", "one_file")}, indent=2))
+    raise SystemExit(0 if result["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()

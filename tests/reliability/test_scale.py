@@ -1,0 +1,45 @@
+"""Scale smoke (reliability/scale.py): a generated 2,000-file monorepo, the same figures as the long run.
+
+The targets of issue 10 are for 100,000 files on a quiet machine; here, on a loaded CI machine,
+only memory is held to its target and the times to generous bounds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reliability import scale
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def campaign() -> dict:
+    return scale.run(files=2000, queries=60, log=lambda line: None)
+
+
+def test_the_generated_monorepo_is_deterministic_and_realistic(tmp_path) -> None:
+    a = scale.generate(tmp_path / "a", 300, seed=7)
+    b = scale.generate(tmp_path / "b", 300, seed=7)
+    assert a == b
+    assert a["lines"] >= 10 * 300
+    assert len(a["files_by_language"]) >= 8
+    first = sorted((tmp_path / "a").rglob("*.py"))[0]
+    assert first.read_text() == (tmp_path / "b" / first.relative_to(tmp_path / "a")).read_text()
+
+
+def test_every_run_succeeds_and_the_index_is_consistent(campaign: dict) -> None:
+    assert campaign["ok"], campaign
+    assert campaign["cold"]["report"]["files"]["added"] == 2000
+    assert campaign["doctor_problems"] == []
+
+
+def test_memory_stays_under_the_target(campaign: dict) -> None:
+    assert campaign["cold"]["peak_rss_mib"] / 1024 <= scale.TARGETS["peak_rss_gib"]
+
+
+def test_incremental_runs_and_search_stay_fast(campaign: dict) -> None:
+    assert campaign["no_change_median_s"] <= scale.TARGETS["no_change_s"]
+    assert campaign["one_file_median_s"] <= 2 * scale.TARGETS["one_file_s"]
+    assert campaign["search_warm"]["p95_ms"] <= 3 * scale.TARGETS["search_p95_ms"]
+    assert campaign["search_warm"]["empty_answers"] < campaign["search_warm"]["queries"] // 2
