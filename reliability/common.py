@@ -325,8 +325,18 @@ def machine() -> dict[str, Any]:
     }
 
 
-def save_result(name: str, data: dict[str, Any]) -> Path:
-    """Write a campaign's figures to reliability/results/NAME.json (the report reads them)."""
+def invoked_command() -> str:
+    """The command line that started this process, as one would type it from the repository."""
+    import shlex
+
+    module = Path(sys.argv[0]).stem
+    return f"python -m reliability.{module} " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def save_result(name: str, data: dict[str, Any], command: str | None = None) -> Path:
+    """Write a campaign's figures to reliability/results/NAME.json (the report reads them), with the
+    command that reproduces them and the machine they were measured on."""
+    data = {**data, "command": (command or invoked_command()).strip(), "machine": machine()}
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")

@@ -420,6 +420,7 @@ def run(
     writers: int = 2,
     packages: tuple[str, ...] = ("asyncio", "json", "email"),
     mode: str = "lexical",
+    embedder: str = "none",
     mcp: bool = True,
     seed: int = 3,
     workdir: Path | None = None,
@@ -433,7 +434,18 @@ def run(
     for path in root.rglob("*"):
         if path.is_file():
             archive.add_file(root, path)
-    env = base_env(home, cache, "none")
+    fake = None
+    if embedder == "fake":
+        # Writers embed and readers embed their queries against a loopback server (8-dim vectors).
+        use_test_helpers()
+        from embed.fake_embed_server import FakeServer
+
+        fake = FakeServer("openai")
+        env = base_env(
+            home, cache, "openai", RAGRAF_EMBED_URL=fake.url + "/v1", RAGRAF_EMBED_MODEL="concurrency-model"
+        )
+    else:
+        env = base_env(home, cache, "none")
     code, first = cli_json("index", "--root", str(root), env=env)
     if code != 0:
         raise RuntimeError(f"initial index failed: {first}")
@@ -501,6 +513,7 @@ def run(
         "writers": writers,
         "corpus_files": files,
         "search_mode": mode,
+        "embedder": embedder,
         "edits": dict(edits),
         "index_runs": len(runs),
         "index_runs_failed": [r for r in runs if r["exit"] != 0],
@@ -541,6 +554,8 @@ def run(
             )
         )
     )
+    if fake is not None:
+        fake.close()
     if workdir is None:
         shutil.rmtree(tmp, ignore_errors=True)
     return result
@@ -552,13 +567,18 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=8)
     parser.add_argument("--writers", type=int, default=2)
     parser.add_argument("--mode", choices=["lexical", "hybrid"], default="lexical")
+    parser.add_argument(
+        "--embedder", choices=["none", "fake"], default="none", help="fake: a loopback server"
+    )
     parser.add_argument("--no-mcp", action="store_true")
     parser.add_argument("--reader", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reader:
         reader_main(json.loads(args.reader))
         return
-    result = run(args.seconds, args.readers, args.writers, mode=args.mode, mcp=not args.no_mcp)
+    result = run(
+        args.seconds, args.readers, args.writers, mode=args.mode, embedder=args.embedder, mcp=not args.no_mcp
+    )
     print(save_result("concurrency", result))
     print(json.dumps({k: v for k, v in result.items()}, indent=2)[:5000])
     raise SystemExit(0 if result["ok"] else 1)
