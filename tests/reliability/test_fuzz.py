@@ -236,3 +236,23 @@ def test_random_paths_never_read_outside_the_root_or_a_secret(
                 assert "TOKEN=abc" not in text
                 target = (indexed / r["path"]).resolve()
                 assert target == indexed.resolve() or indexed.resolve() in target.parents
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a symlink loop inside the root makes read and outline raise RuntimeError('Symlink loop "
+    "from ...') instead of a RagrafError: ragraf/freshness/live_read.py confine() calls Path.resolve(), "
+    "which raises RuntimeError on a loop in Python 3.11; `ragraf read LOOP` prints a traceback",
+)
+def test_a_symlink_loop_inside_the_root_is_refused_cleanly(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "ok.py").write_text("x = 1\n")
+    os.symlink("loop_b", root / "loop_a")
+    os.symlink("loop_a", root / "loop_b")
+    with Index.open(root, embedder="none", home=tmp_path / "home") as idx:
+        idx.index()
+        for path in ("loop_a", "loop_b/x.py"):
+            for call in (idx.read, idx.outline):
+                with pytest.raises(RagrafError):
+                    call(path)

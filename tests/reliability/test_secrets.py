@@ -39,6 +39,8 @@ NORMAL = {
         "account in `credentials.json` and FTP logins in `.netrc`. Never commit them.\n"
     ),
     "src/app.py": "import os\n\n\ndef load_settings():\n    return os.environ.get('API_TOKEN')\n",
+    # `!pattern` re-includes default excludes, but never secrets.
+    ".ragrafignore": "!.env\n!.env.*\n!*.pem\n!*.key\n!config/id_rsa\n!.aws/\n!credentials.json\n!.netrc\n",
 }
 
 
