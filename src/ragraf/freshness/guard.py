@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 from dataclasses import dataclass
 
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
-from ragraf.freshness.snapshot import unpack
+from ragraf.freshness.snapshot import quick_listing, unpack
 from ragraf.index.indexer import SKIPPED, stat_matches
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
@@ -84,34 +83,15 @@ class GuardResult:
     affected_symbols: int
 
 
-_IGNORE_FILES = (".gitignore", ".ragrafignore")
-
-
 def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | None:
     """The drift without listing files, valid when no folder changed since the last index; None
     when the file list itself may have changed (then a full discovery is needed)."""
-    snap = unpack(store.guard_snapshot())
-    if snap is None:
+    listing = quick_listing(settings.root, unpack(store.guard_snapshot()))
+    if listing is None:
         return None
-    base = str(settings.root)
-    stat, lstat = os.stat, os.lstat
-    try:
-        for folder, mtime in zip(snap.folders, snap.folder_mtimes, strict=True):
-            if stat(f"{base}/{folder}" if folder else base).st_mtime_ns != mtime:
-                return None
-        moved = []
-        for path, (size, mtime, ctime, inode, trusted) in zip(snap.paths, snap.stats, strict=True):
-            st = lstat(f"{base}/{path}")
-            if not trusted or st.st_mtime_ns != mtime or st.st_size != size or st.st_ctime_ns != ctime or (
-                st.st_ino != inode
-            ):
-                moved.append(path)
-    except OSError:
-        return None  # something vanished: list the files again
+    moved = listing[1]
     if not moved:
         return DriftSet()
-    if any(path.rsplit("/", 1)[-1] in _IGNORE_FILES for path in moved):
-        return None  # the rules that pick files may have changed: list them again
     manifest = store.manifest(rev.rev_no)
     modified, created, deleted, new_sha = [], [], [], []
     for path in moved:

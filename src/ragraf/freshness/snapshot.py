@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from ragraf.corpus import FileStat
 from ragraf.store import StatEntry
 
 _HEADER = struct.Struct("<4sII")  # magic, files, folders
@@ -64,3 +67,35 @@ def unpack(blob: bytes | None) -> GuardSnapshot | None:
     if len(paths) != n or len(folders) != d:
         return None
     return GuardSnapshot(paths, rows, folders, mtimes)
+
+
+IGNORE_FILES = (".gitignore", ".ragrafignore")
+
+
+def quick_listing(root: Path, snap: GuardSnapshot | None) -> tuple[list[FileStat], list[str]] | None:
+    """Every file of the last listing with its stat now, and those whose stat moved; None when a
+    folder or an ignore file changed, so the files must be listed again."""
+    if snap is None:
+        return None
+    base = str(root)
+    stat, lstat = os.stat, os.lstat
+    files: list[FileStat] = []
+    moved: list[str] = []
+    try:
+        for folder, mtime in zip(snap.folders, snap.folder_mtimes, strict=True):
+            if stat(f"{base}/{folder}" if folder else base).st_mtime_ns != mtime:
+                return None
+        for path, (size, mtime, ctime, inode, trusted) in zip(snap.paths, snap.stats, strict=True):
+            st = lstat(f"{base}/{path}")
+            if not trusted or st.st_mtime_ns != mtime or st.st_size != size or st.st_ctime_ns != ctime or (
+                st.st_ino != inode
+            ):
+                if path.rsplit("/", 1)[-1] in IGNORE_FILES:
+                    return None  # the rules that pick files may have changed
+                moved.append(path)
+                files.append(FileStat(path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+            else:
+                files.append(FileStat(path, size, mtime, ctime, inode))
+    except OSError:
+        return None  # something vanished: list again
+    return files, moved

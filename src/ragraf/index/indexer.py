@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ragraf.config import Settings
-from ragraf.corpus import FileStat, Unindexable, discover, extract
+from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
 from ragraf.corpus.discover import dir_stamps
 from ragraf.freshness import snapshot
 from ragraf.index.progress import Progress
@@ -193,8 +193,22 @@ def run_index(
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
     old_manifest = store.manifest(current.rev_no) if current else {}
-    stamps = dir_stamps(root)  # before listing, so a file created meanwhile still shows as drift
-    found = discover(root, settings.max_file_bytes)
+    snap = snapshot.unpack(store.guard_snapshot()) if current is not None and not full else None
+    listing = snapshot.quick_listing(root, snap)
+    if listing is not None and not listing[1] and current is not None and current.index_version == version:
+        # No folder and no file moved since the last run: nothing to read, nothing to write.
+        return IndexReport(
+            index_rev=current.rev, corpus_hash=current.corpus_hash,
+            files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
+            chunks={"total": current.chunks, "new": 0}, duration_s=time.monotonic() - t0, reason=reason,
+        )  # fmt: skip
+    if listing is not None and snap is not None:
+        # Folders unchanged: the last listing stands; only moved files are read below.
+        stamps = dict(zip(snap.folders, snap.folder_mtimes, strict=True))
+        found = Discovery(listing[0], [])
+    else:
+        stamps = dir_stamps(root)  # before listing, so a file created meanwhile still shows as drift
+        found = discover(root, settings.max_file_bytes)
     cache = store.stat_cache()
     hashed, unindexable = hash_files(root, found.files, cache, settings, not full, progress)
     chunker = settings.chunk_params()

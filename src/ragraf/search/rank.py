@@ -21,8 +21,10 @@ _DOC_QUERY = re.compile(
     r"\b(docs?|documentation|readme|guide|tutorial|changelog|markdown|explain(ed)?)\b", re.I
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A file path quoted in a query (a traceback, a bug report): name/with/slashes.ext
-_MENTIONED_PATH = re.compile(r"[\w.\-]*(?:/[\w.\-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}\b")
+# A file path quoted in a query (a traceback, a bug report): name/with/slashes.ext, checked token by
+# token (bounded length) so a pathological query cannot make the pattern backtrack for long.
+_TOKEN_SPLIT = re.compile(r"[\s\"'`(),;:<>\[\]{}=]+")
+_PATH_TOKEN = re.compile(r"[\w./\-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
 
@@ -66,7 +68,9 @@ class QueryInfo:
         identifiers = frozenset(w.lower() for w in words if len(w) > 2)
         parts = [p for w in words for p in (split_identifier(w) or (w.lower(),))]
         stems = frozenset(stem(p) for p in parts if len(p) > 2 and p not in STOPWORDS)
-        paths = tuple(dict.fromkeys(p.lstrip("./") for p in _MENTIONED_PATH.findall(query[:200_000]) if "/" in p))
+        tokens = _TOKEN_SPLIT.split(query[:200_000])
+        quoted = (t.strip(".").lstrip("/") for t in tokens if "/" in t and len(t) < 300 and _PATH_TOKEN.fullmatch(t))
+        paths = tuple(dict.fromkeys(p for p in quoted if p))
         return cls(identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)), paths[:50])
 
 
