@@ -571,13 +571,20 @@ def main() -> None:
         "--embedder", choices=["none", "fake"], default="none", help="fake: a loopback server"
     )
     parser.add_argument("--no-mcp", action="store_true")
+    parser.add_argument("--packages", default="asyncio,json,email", help="stdlib packages to copy")
     parser.add_argument("--reader", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reader:
         reader_main(json.loads(args.reader))
         return
     result = run(
-        args.seconds, args.readers, args.writers, mode=args.mode, embedder=args.embedder, mcp=not args.no_mcp
+        args.seconds,
+        args.readers,
+        args.writers,
+        tuple(args.packages.split(",")),
+        mode=args.mode,
+        embedder=args.embedder,
+        mcp=not args.no_mcp,
     )
     print(save_result("concurrency", result))
     print(json.dumps({k: v for k, v in result.items()}, indent=2)[:5000])

@@ -407,6 +407,61 @@ def run(
     return result
 
 
+def first_index_kills(
+    runs: int = 12, packages: tuple[str, ...] = SHORT_PACKAGES, seed: int = 11, workdir: Path | None = None
+) -> dict[str, Any]:
+    """Kills during the very first `ragraf index` of a folder (the index file being created and
+    migrated): a reader must refuse cleanly (no index yet / unusable, with what to run), and the next
+    `ragraf index` must build a consistent index."""
+    rng = random.Random(seed)
+    tmp = Path(workdir or tempfile.mkdtemp(prefix="ragraf-crash-first-"))
+    root = tmp / "corpus"
+    root.mkdir(parents=True)
+    copy_stdlib(root, packages)
+    env0 = base_env(tmp / "home-calibration", tmp / "cache", "none")
+    t0 = time.monotonic()
+    cli("index", "--root", str(root), env=env0)
+    full = time.monotonic() - t0
+    rows = []
+    for i in range(runs):
+        env = base_env(tmp / f"home-{i}", tmp / "cache", "none")
+        proc = subprocess.Popen(
+            ragraf_cmd("index", "--root", str(root)),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        delay = rng.uniform(0, full)
+        time.sleep(delay)
+        finished = proc.poll() is not None
+        kill_group(proc)
+        search = cli("search", "event loop", "--root", str(root), "--json", env=env)
+        refusal = (search.stderr.strip().splitlines() or [""])[0]
+        clean = search.returncode == 0 or (search.returncode == 1 and "Traceback" not in search.stderr)
+        rec = cli("index", "--root", str(root), env=env)
+        doctor = cli("doctor", "--check", "--root", str(root), env=env)
+        rows.append({
+            "killed_at_s": round(delay, 3), "finished_before_kill": finished, "search_exit": search.returncode,
+            "refusal": refusal[:200], "clean_answer_or_refusal": clean, "recovery_exit": rec.returncode,
+            "doctor_exit": doctor.returncode,
+        })  # fmt: skip
+    if workdir is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "runs": runs,
+        "uninterrupted_s": round(full, 2),
+        "clean_refusals_or_answers": sum(r["clean_answer_or_refusal"] for r in rows),
+        "recoveries": sum(r["recovery_exit"] == 0 for r in rows),
+        "doctor_check_passed": sum(r["doctor_exit"] == 0 for r in rows),
+        "refusals_seen": sorted({r["refusal"] for r in rows if r["search_exit"] != 0}),
+        "rows": rows,
+        "ok": all(
+            r["clean_answer_or_refusal"] and r["recovery_exit"] == 0 and r["doctor_exit"] == 0 for r in rows
+        ),
+    }
+
+
 def compare_with_clean_build(
     root: Path, env: dict[str, str], db_path: Path, tmp: Path, extra: dict[str, str], embedder: str
 ) -> dict[str, Any]:
@@ -442,7 +497,12 @@ def main() -> None:
     parser.add_argument("--packages", default=",".join(LONG_PACKAGES), help="stdlib packages to copy")
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    parser.add_argument("--first", type=int, default=0, help="only kill N first-ever index runs")
     args = parser.parse_args()
+    if args.first:
+        first = first_index_kills(args.first)
+        print(save_result("crash-first", first))
+        raise SystemExit(0 if first["ok"] else 1)
     result = run(
         args.runs,
         tuple(args.packages.split(",")),

@@ -86,6 +86,12 @@ def run_campaign(name: str, long: bool, scale_files: int, scale_embedder: str) -
         else:
             result = crash.run(runs=5, packages=crash.SHORT_PACKAGES, modify=10)
             cmd = "python -m reliability.crash --runs 5 --packages asyncio,json --modify 10"
+        first_runs = 12 if long else 3
+        save_result(
+            "crash-first",
+            crash.first_index_kills(first_runs),
+            f"python -m reliability.crash --first {first_runs}",
+        )
     elif name == "embedder_faults":
         from reliability import embedder_faults
 
@@ -98,9 +104,12 @@ def run_campaign(name: str, long: bool, scale_files: int, scale_embedder: str) -
     elif name == "concurrency":
         from reliability import concurrency
 
-        seconds = 60 if long else 10
-        result = concurrency.run(seconds=seconds)
-        cmd = f"python -m reliability.concurrency --seconds {seconds}"
+        if long:
+            result = concurrency.run(seconds=60, mode="hybrid", embedder="fake")
+            cmd = "python -m reliability.concurrency --seconds 60 --mode hybrid --embedder fake"
+        else:
+            result = concurrency.run(seconds=10, packages=("asyncio", "json"))
+            cmd = "python -m reliability.concurrency --seconds 10 --packages asyncio,json"
     elif name in ("fuzz", "secrets"):
         return _pytest(name, long)
     elif name == "scale":
@@ -140,6 +149,14 @@ def known_bugs() -> list[dict[str, str]]:
     return bugs
 
 
+def bug_number(fragment: str) -> str:
+    """ "bug N" for the known bug whose test name contains fragment (numbers follow the list below)."""
+    for i, bug in enumerate(known_bugs(), 1):
+        if fragment in bug["test"]:
+            return f"bug {i}"
+    return "a known bug"
+
+
 def _load(name: str) -> dict[str, Any] | None:
     path = RESULTS_DIR / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
@@ -158,6 +175,27 @@ def _measured(r: dict[str, Any]) -> str:
 
 def _verdict(ok: Any) -> str:
     return "**pass**" if ok else "**FAIL**"
+
+
+def render_crash_first(r: dict[str, Any]) -> str:
+    refusals = sorted({re.sub(r"\(looked for [^)]*\)", "(looked for …)", x) for x in r["refusals_seen"]})
+    lines = [
+        "### Kills during the very first index",
+        "",
+        "The index file is being created and migrated: a reader must refuse cleanly, and the next run must "
+        f"build a consistent index. {r['runs']} kills at random instants of a {r['uninterrupted_s']} s first run.",
+        _cmd(r),
+        "| figure | value |",
+        "|---|---|",
+        f"| readers that answered or refused cleanly (no traceback) | {r['clean_refusals_or_answers']}/{r['runs']} |",
+        f"| refusals seen | {'; '.join(f'`{x}`' for x in refusals) or '-'} |",
+        f"| `ragraf index` recovered | {r['recoveries']}/{r['runs']} |",
+        f"| `ragraf doctor --check` passed | {r['doctor_check_passed']}/{r['runs']} |",
+        "",
+        f"Verdict: {_verdict(r['ok'])}.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def render_crash(r: dict[str, Any]) -> str:
@@ -187,7 +225,7 @@ def render_crash(r: dict[str, Any]) -> str:
         f"| processes left behind | {r['leftover_processes']} |",
         f"| previous revision answered the {r['queries_per_run']} fixed queries identically | "
         f"{r['previous_answers_identical']}/{runs} runs ({r['answers_reordered_queries']} answers reordered, "
-        f"{r['answers_changed_queries']} changed: bug 1 below) |",
+        f"{r['answers_changed_queries']} changed: {bug_number('killed_run')} below) |",
         f"| CLI answers identical when the kill came before the commit | {r['cli_answers_identical']}/{r['cli_answers_compared']} |",
         f"| recovered index = clean build of the same files (corpus hash and digest) | {final['identical']} |",
         "",
@@ -230,8 +268,9 @@ def render_faults(r: dict[str, Any]) -> str:
     lines += [
         "",
         f"Wrong vectors in all: **{r['wrong_vectors']}**. Verdict: {_verdict(r['ok'])}. The slow drip "
-        "\"completes\", but only because the client waits the whole 8 s out with a 1 s timeout (bug 2), and "
-        "TLS to a plain port spends ~15 s retrying a handshake that cannot succeed (bug 3).",
+        "\"completes\", but only because the client waits the whole 8 s out with a 1 s timeout "
+        f"({bug_number('slow_drip')}), and TLS to a plain port spends ~15 s retrying a handshake that cannot "
+        f"succeed ({bug_number('tls_to_a_plain_port')}).",
         "",
         _measured(r),
     ]  # fmt: skip
@@ -247,8 +286,8 @@ def render_concurrency(r: dict[str, Any]) -> str:
         "",
         f"{r['writers']} writers looping `ragraf index` (the second waits on the lock) and {r['readers']} reader "
         f"processes looping every read operation through the library for {r['seconds']:g} s, while an editor "
-        f"changes files every 0.3 s, on {r['corpus_files']} standard-library files (embedder none, "
-        f"{r['search_mode']} search). Every file version is archived by sha256 before it reaches the disk, so "
+        f"changes files every 0.3 s, on {r['corpus_files']} standard-library files (embedder "
+        f"{'a loopback fake server' if r.get('embedder') == 'fake' else 'none'}, {r['search_mode']} search). Every file version is archived by sha256 before it reaches the disk, so "
         "each answer is checked against the exact content of the revision its envelope names.",
         _cmd(r),
         "| figure | value |",
@@ -390,6 +429,9 @@ def render() -> str:
     out.append("")
     if crash:
         out.append(render_crash(crash))
+    first = _load("crash-first")
+    if first:
+        out.append(render_crash_first(first))
     if faults:
         out.append(render_faults(faults))
     if conc:

@@ -41,6 +41,11 @@ def test_kills_land_in_several_phases_and_leave_no_process(campaign: dict) -> No
     assert campaign["leftover_processes"] == 0
 
 
+def test_a_kill_during_the_first_index_leaves_a_clean_refusal_and_a_buildable_index() -> None:
+    first = crash.first_index_kills(runs=2)
+    assert first["ok"], first["rows"]
+
+
 def test_the_recovered_index_equals_a_clean_build_of_the_same_files(campaign: dict) -> None:
     assert campaign["final"]["identical"], campaign["final"]
 
