@@ -10,6 +10,7 @@ import importlib.util
 import os
 import pwd
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -215,11 +216,23 @@ def pg_dsn(pg_server: PgServer) -> str:
     return pg_server.dsn()
 
 
-if __name__ == "__main__":
+def _serve() -> None:
+    """Start a server, print its DSN, and remove it on Ctrl-C or SIGTERM."""
     srv = start_server()
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     print(srv.dsn(), flush=True)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
+        pass
+    finally:
         srv.destroy()
+
+
+if __name__ == "__main__":
+    _serve()

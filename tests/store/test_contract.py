@@ -308,6 +308,7 @@ def test_gc_keeps_the_last_revisions_and_what_they_reference(
     assert commit_files(store, settings, stable).rev == "rev-0005"  # numbers are never reused
     assert store.gc(0)["revisions_removed"] == 2  # at least one revision always stays
     assert [r.rev for r in store.revisions()] == ["rev-0005"]
+    assert store.consistency_problems(store.revisions()[0].rev_no, MODEL) == []
 
 
 # vectors ----------------------------------------------------------------------------------------
@@ -326,10 +327,13 @@ def test_vectors_cover_a_revision_chunk_by_chunk(store_factory: StoreFactory, se
     rest = store.chunks_missing_vectors(rev.rev_no, MODEL, 1000)
     assert {c.chunk_id for c in rest} == {c.chunk_id for c in missing[len(half) :]}
     assert len(store.chunks_missing_vectors(rev.rev_no, MODEL, 2)) == 2
+    later = store.chunks_missing_vectors(rev.rev_no, MODEL, 1000, after_id=rest[0].chunk_id)
+    assert [c.chunk_id for c in later] == [c.chunk_id for c in rest[1:]]
     store.add_vectors(MODEL, [(c.chunk_id, unit(c.text).tobytes()) for c in rest], DIM)
     assert store.vector_coverage(rev.rev_no, MODEL) == 1.0
     assert store.chunks_missing_vectors(rev.rev_no, MODEL, 1000) == []
     assert store.vector_coverage(rev.rev_no, "other/model") == 0.0
+    assert store.consistency_problems(rev.rev_no, MODEL) == []
 
 
 def test_vector_search_ranks_by_cosine_within_a_revision(

@@ -147,6 +147,8 @@ class PostgresStore:
         self._search_path = SCHEMA
         self._models: dict[tuple[str, int], int] = {}
         self._indexed_models: set[int] = set()
+        self._covered: set[tuple[int, str]] = set()
+        self._rev_chunks: dict[int, int] = {}
         conn = self._connect()
         try:
             self._prepare_schema(conn, create)
@@ -502,6 +504,9 @@ class PostgresStore:
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(conn, new.events)
             self._archive_ledger(conn, rev.rev, created)
+            # The planner's statistics should know the new revision when readers first ask about
+            # it; ANALYZE samples a bounded number of rows and its statistics commit with us.
+            conn.execute("ANALYZE manifest")
         return rev
 
     def _copy_manifest(self, conn: psycopg.Connection, rev_no: int, entries: Sequence[ManifestEntry]) -> None:
@@ -643,10 +648,15 @@ class PostgresStore:
         return {item.key: ids[item.key] for item in items}
 
     def count_chunks(self, rev_no: int) -> int:
+        if rev_no in self._rev_chunks:
+            return self._rev_chunks[rev_no]  # a committed revision never changes
         row = self._row(
             "SELECT chunks FROM revisions WHERE repo_id = %s AND rev_no = %s", (self.repo_id, rev_no)
         )
-        return int(row[0]) if row else 0
+        if row is None:
+            return 0
+        self._rev_chunks[rev_no] = int(row[0])
+        return int(row[0])
 
     def chunks_of(self, rev_no: int, path: str) -> list[ChunkHit]:
         rows = self._rows(
@@ -696,16 +706,7 @@ class PostgresStore:
             essential.append(order[len(essential)])
         if not rows:
             return []
-        texts = {
-            r[0]: r[1:]
-            for r in conn.execute(
-                "SELECT id, end_line, symbol, text FROM chunks WHERE id = ANY(%s)", ([r[0] for r in rows],)
-            )
-        }
-        return [
-            ChunkHit(cid, path, start, texts[cid][0], texts[cid][1], texts[cid][2], score, sha)
-            for cid, path, start, score, sha in rows
-        ]
+        return [ChunkHit(r[0], r[1], r[2], r[5], r[6], r[7], float(r[3]), r[4]) for r in rows]
 
     def _term_stats(
         self, conn: psycopg.Connection, operands: list[str]
@@ -745,7 +746,8 @@ class PostgresStore:
         rev_no: int,
         limit: int,
     ) -> list[tuple[Any, ...]]:
-        """Top (chunk id, path, start line, score, sha256) of the revision among chunks matching an essential term."""
+        """Top (chunk id, path, start line, score, sha256, end line, symbol, text) of the revision
+        among chunks matching an essential term."""
         # Per term, tf = body hits + 4 x symbol hits (ts_rank_cd, weights D=.25 A=1, one term per
         # call, times 4), and idf * tf * (k1+1) / (tf + K) is written idf * (k1+1) * (1 - K / (tf + K))
         # so each term's tf is computed once; K = k1 * (1 - b + b * length / avgdl).
@@ -769,13 +771,21 @@ class PostgresStore:
         for i, (t, w) in enumerate(zip(terms, idf, strict=True)):
             params[f"q{i}"] = t[0]
             params[f"idf{i}"] = w
+        # A revision committed a moment ago has no statistics yet, and a plan built on that guess
+        # could score every chunk; so the revision test is a per-candidate index probe (OFFSET 0
+        # keeps it one), and the candidates come from the GIN index alone. Chunks first
+        # (over-fetched as SQLite does, for contents at several paths), then their paths.
+        params["over"] = limit * 3 + 20
         query = sql.SQL(
-            "SELECT s.id, m.path, s.start_line, s.score, m.sha256 FROM ("
+            "WITH top AS MATERIALIZED ("
             " SELECT c.id, c.content_id, c.start_line, (%(k1)s + 1) * ({score}) AS score FROM chunks c"
-            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery AND c.content_id IN"
-            " (SELECT content_id FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s)"
-            ") s JOIN manifest m ON m.repo_id = %(repo)s AND m.rev_no = %(rev)s AND m.content_id = s.content_id "
-            "ORDER BY s.score DESC, m.path, s.start_line LIMIT %(limit)s"
+            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery AND EXISTS (SELECT 1 FROM manifest m"
+            " WHERE m.repo_id = %(repo)s AND m.rev_no = %(rev)s AND m.content_id = c.content_id OFFSET 0)"
+            " ORDER BY score DESC LIMIT %(over)s"
+            ") SELECT t.id, m.path, t.start_line, t.score, m.sha256, c.end_line, c.symbol, c.text FROM top t "
+            "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s "
+            "AND content_id = t.content_id OFFSET 0) m JOIN chunks c ON c.id = t.id "
+            "ORDER BY t.score DESC, m.path, t.start_line LIMIT %(limit)s"
         ).format(score=score)
         return conn.execute(query, params).fetchall()
 
@@ -938,17 +948,39 @@ class PostgresStore:
             self._models[(model, dim)] = int(row[0])
         return self._models[(model, dim)]
 
-    def chunks_missing_vectors(self, rev_no: int, model: str, limit: int) -> list[ChunkHit]:
-        """Chunks of a revision that have no vector for model yet (each chunk once, whatever its paths)."""
-        rows = self._rows(
-            "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM manifest m "
-            "JOIN chunks c ON c.content_id = m.content_id WHERE m.repo_id = %s AND m.rev_no = %s "
-            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id "
-            "AND v.model_id IN (SELECT id FROM models WHERE name = %s)) "
-            "GROUP BY c.id ORDER BY c.id LIMIT %s",
-            (self.repo_id, rev_no, model, limit),
-        )
-        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in rows]
+    def chunks_missing_vectors(
+        self, rev_no: int, model: str, limit: int, after_id: int = 0
+    ) -> list[ChunkHit]:
+        """Chunks of a revision without a vector for model, by id after after_id (each chunk once)."""
+
+        def run(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
+            ids = self._missing_ids(conn, rev_no, model, after_id, limit)
+            return conn.execute(
+                "SELECT c.id, (SELECT min(m.path) FROM manifest m WHERE m.repo_id = %s AND m.rev_no = %s "
+                "AND m.content_id = c.content_id), c.start_line, c.end_line, c.symbol, c.text "
+                "FROM chunks c WHERE c.id = ANY(%s) ORDER BY c.id",
+                (self.repo_id, rev_no, ids),
+            ).fetchall()
+
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in self._read(run)]
+
+    def _missing_ids(
+        self, conn: psycopg.Connection, rev_no: int, model: str, after_id: int, limit: int | None
+    ) -> list[int]:
+        """Ids of the revision's chunks without a vector of model, ascending."""
+        # A set difference of two index-only scans (the repository's chunk ids minus the model's
+        # vector ids), then a revision probe for the few left: no plan hinges on how fresh the
+        # statistics of a just-committed revision are.
+        rows = conn.execute(
+            "SELECT x.id FROM (SELECT id FROM chunks WHERE repo_id = %(repo)s AND id > %(after)s EXCEPT "
+            " SELECT chunk_id FROM vectors WHERE repo_id = %(repo)s AND chunk_id > %(after)s AND model_id IN "
+            " (SELECT id FROM models WHERE name = %(model)s)) x "
+            "WHERE EXISTS (SELECT 1 FROM chunks c JOIN manifest m ON m.content_id = c.content_id "
+            " WHERE c.id = x.id AND m.repo_id = %(repo)s AND m.rev_no = %(rev)s OFFSET 0) "
+            "ORDER BY x.id LIMIT %(limit)s",
+            {"repo": self.repo_id, "after": after_id, "model": model, "rev": rev_no, "limit": limit},
+        ).fetchall()
+        return [r[0] for r in rows]
 
     def add_vectors(self, model: str, items: list[tuple[int, bytes]], dim: int) -> None:
         """Store float32 unit vectors per chunk (a second write for a chunk replaces the first)."""
@@ -1012,14 +1044,16 @@ class PostgresStore:
             conn.execute("ANALYZE vectors")
 
     def vector_coverage(self, rev_no: int, model: str) -> float:
-        row = self._row(
-            "SELECT count(DISTINCT c.id), count(DISTINCT v.chunk_id) FROM manifest m "
-            "JOIN chunks c ON c.content_id = m.content_id LEFT JOIN vectors v ON v.chunk_id = c.id "
-            "AND v.model_id IN (SELECT id FROM models WHERE name = %s) WHERE m.repo_id = %s AND m.rev_no = %s",
-            (model, self.repo_id, rev_no),
-        )
-        total, covered = row if row else (0, 0)
-        return 1.0 if not total else covered / total
+        """Share of the revision's chunks with a vector of model; a full coverage is remembered."""
+        if (rev_no, model) in self._covered:
+            return 1.0  # a revision never changes and its vectors stay while it is kept
+        total = self.count_chunks(rev_no)
+        if not total:
+            return 1.0
+        missing = len(self._read(lambda conn: self._missing_ids(conn, rev_no, model, 0, None)))
+        if not missing:
+            self._covered.add((rev_no, model))
+        return (total - missing) / total
 
     def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]:
         """Cosine similarity over the chunks of one revision: exact for small revisions, HNSW beyond."""
@@ -1031,20 +1065,22 @@ class PostgresStore:
             best = self._rows(
                 "SELECT v.chunk_id, v.embedding <=> %s AS distance FROM vectors v "
                 "JOIN chunks c ON c.id = v.chunk_id "
-                "WHERE v.model_id = %s AND c.content_id IN "
-                "(SELECT content_id FROM manifest WHERE repo_id = %s AND rev_no = %s) "
+                "WHERE v.model_id = %s AND v.repo_id = %s AND EXISTS (SELECT 1 FROM manifest m "
+                "WHERE m.repo_id = %s AND m.rev_no = %s AND m.content_id = c.content_id OFFSET 0) "
                 "ORDER BY distance, v.chunk_id LIMIT %s",
-                (vec, model_id, self.repo_id, rev_no, limit),
+                (vec, model_id, self.repo_id, self.repo_id, rev_no, limit),
             )
         else:
             best = self._hnsw_search(model_id, dim, vec, rev_no, limit)
         if not best:
             return []
         score = {int(chunk_id): 1.0 - float(distance) for chunk_id, distance in best}
+        # From the few chunks to their paths (OFFSET 0 keeps the per-chunk probe), whatever the
+        # planner believes about a revision it has no statistics for yet.
         rows = self._rows(
             "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM chunks c "
-            "JOIN manifest m ON m.content_id = c.content_id AND m.repo_id = %s AND m.rev_no = %s "
-            "WHERE c.id = ANY(%s)",
+            "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %s AND rev_no = %s "
+            "AND content_id = c.content_id OFFSET 0) m WHERE c.id = ANY(%s)",
             (self.repo_id, rev_no, list(score)),
         )
         hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], score[r[0]], r[6]) for r in rows]
@@ -1055,16 +1091,19 @@ class PostgresStore:
         self, model_id: int, dim: int, vec: np.ndarray, rev_no: int, limit: int
     ) -> list[tuple[Any, ...]]:
         query = hnsw_query(model_id, dim)
-        with self._tx(write=False) as conn:
-            conn.execute(
-                # enable_sort off: the only ordered path left is the HNSW index, whatever the statistics say.
-                "SELECT set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('enable_sort', 'off', true)",
-                (str(min(1000, max(64, 2 * limit))),),
-            )
-            rows = conn.execute(query, (vec, self.repo_id, self.repo_id, rev_no, vec, limit)).fetchall()
+
+        def run(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
+            with conn.transaction():
+                conn.execute(
+                    # enable_sort off: the only ordered path left is the HNSW index, whatever the statistics say.
+                    "SELECT set_config('hnsw.ef_search', %s, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('enable_sort', 'off', true)",
+                    (str(min(1000, max(40, limit))),),
+                )
+                return conn.execute(query, (vec, self.repo_id, self.repo_id, rev_no, vec, limit)).fetchall()
+
         # relaxed_order may return neighbours slightly out of order.
-        return sorted(rows, key=lambda r: (r[1], r[0]))
+        return sorted(self._read(run), key=lambda r: (r[1], r[0]))
 
     # stat cache ---------------------------------------------------------------------------------
 
@@ -1103,6 +1142,39 @@ class PostgresStore:
                         [e.checked_ns for e in values],
                     ),
                 )
+
+    # consistency --------------------------------------------------------------------------------
+
+    def consistency_problems(self, rev_no: int, model: str | None) -> list[str]:
+        """What is wrong with this repository's data; empty when every invariant holds."""
+        checks = [
+            ("manifest entries whose content is missing",
+             "SELECT count(*) FROM manifest m WHERE m.repo_id = %s AND m.rev_no = %s AND NOT EXISTS "
+             "(SELECT 1 FROM contents c WHERE c.id = m.content_id)", (self.repo_id, rev_no)),
+            ("contents whose chunk count disagrees with their chunks",
+             "SELECT count(*) FROM contents c WHERE c.repo_id = %s AND c.n_chunks != "
+             "(SELECT count(*) FROM chunks k WHERE k.content_id = c.id)", (self.repo_id,)),
+            ("contents no retained revision references (retention left them)",
+             "SELECT count(*) FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
+             "(SELECT 1 FROM manifest m WHERE m.content_id = c.id)", (self.repo_id,)),
+            ("chunks of another repository's contents",
+             "SELECT count(*) FROM chunks k JOIN contents c ON c.id = k.content_id "
+             "WHERE c.repo_id = %s AND k.repo_id != c.repo_id", (self.repo_id,)),
+            ("BM25 counters that disagree with the stored chunks",
+             "SELECT count(*) FROM repositories r, LATERAL (SELECT count(*) AS n, coalesce(sum(lex_len), 0) AS t "
+             "FROM chunks k WHERE k.repo_id = r.id) x WHERE r.id = %s AND (r.n_chunks <> x.n OR r.n_tokens <> x.t)",
+             (self.repo_id,)),
+        ]  # fmt: skip
+        problems = []
+        for label, query, args in checks:
+            row = self._row(query, args)
+            if row and row[0]:
+                problems.append(f"{row[0]} {label}")
+        if model:
+            dims = self._rows("SELECT dim FROM models WHERE name = %s ORDER BY dim", (model,))
+            if len(dims) > 1:
+                problems.append(f"vectors of {model} with several dimensions: {[d[0] for d in dims]}")
+        return problems
 
     def guard_snapshot(self) -> bytes | None:
         row = self._row(

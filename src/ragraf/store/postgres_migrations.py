@@ -88,6 +88,7 @@ MIGRATIONS: list[str] = [
     -- the text out of the row first), so a candidate costs a heap visit, not a detoast.
     ALTER TABLE chunks ALTER COLUMN tsv SET STORAGE MAIN;
     CREATE INDEX chunks_by_content ON chunks (content_id, ord);
+    CREATE INDEX chunks_by_repo ON chunks (repo_id, id);
     CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
     -- Document frequency of each lexeme per repository (BM25's IDF), kept by the writers, so a
     -- query knows how common its terms are without counting postings.
@@ -179,7 +180,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (model_id, chunk_id)
     );
     CREATE INDEX vectors_by_chunk ON vectors (chunk_id);
-    CREATE INDEX vectors_by_repo ON vectors (repo_id, model_id);
+    CREATE INDEX vectors_by_repo ON vectors (repo_id, chunk_id, model_id);
     """,
     # 3: small per-repository values, such as the freshness guard's packed stat snapshot.
     """
