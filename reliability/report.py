@@ -365,6 +365,21 @@ def render_scale(results: list[dict[str, Any]]) -> str:
             "",
             _measured(r),
         ]  # fmt: skip
+        if r.get("hotspots"):
+            lines += ["Where the time goes (cProfile, ragraf's own functions by cumulative time):", ""]
+            for label, key in (
+                ("three warm searches", "search_x3"),
+                ("one one-file re-index", "one_file_reindex"),
+            ):
+                top = ", ".join(
+                    f"`{h['function'].split(' ', 1)[1]}` ({h['function'].split(':')[0]}) {h['cumulative_s']} s"
+                    f" = {h['share']:.0%}, {h['calls']:,} calls"
+                    for h in r["hotspots"][key][:5]
+                )
+                lines.append(f"- {label}: {top}")
+            if r.get("hotspots_command"):
+                lines += ["", f"_Profiled with: {r['hotspots_command']}._"]
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -341,6 +341,63 @@ def search_latency(root: Path, env: dict[str, str], queries: list[str]) -> dict[
     }
 
 
+def _hotspots(prof: Path, top: int = 8) -> list[dict[str, Any]]:
+    """ragraf's own functions by cumulative time in a cProfile dump (the command-line and
+    operation wrappers left out): where a slow figure goes."""
+    import pstats
+
+    stats = pstats.Stats(str(prof)).stats  # type: ignore[attr-defined]
+    total = max((v[3] for v in stats.values()), default=0.0)
+    rows = []
+    for (filename, line, func), (_cc, ncalls, _tt, cum, _callers) in stats.items():
+        if "/ragraf/" not in filename or filename.endswith(("/cli.py", "/api/index.py")):
+            continue
+        rel = filename.split("/ragraf/", 1)[1]
+        rows.append(
+            {"function": f"ragraf/{rel}:{line} {func}", "calls": ncalls, "cumulative_s": round(cum, 3)}
+        )
+    rows.sort(key=lambda r: -r["cumulative_s"])
+    return [{**r, "share": round(r["cumulative_s"] / total, 2) if total else 0} for r in rows[:top]]
+
+
+def profile_hotspots(root: Path, env: dict[str, str], tmp: Path) -> dict[str, Any]:
+    """cProfile of one search (warm) and of one one-file re-index, reduced to ragraf's hotspots."""
+    import sys
+
+    search_prof, index_prof = tmp / "search.prof", tmp / "index.prof"
+    code = (
+        "import cProfile, sys\n"
+        "from ragraf import Index\n"
+        "idx = Index.open(sys.argv[1]); idx.search('payment retry', k=10)\n"
+        "cProfile.run(\"[idx.search(q, k=10) for q in ('cart checkout', 'token session', 'EventStreamHandler')]\", sys.argv[2])\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(root), str(search_prof)], env=env, check=True, capture_output=True
+    )
+    target = sorted(root.glob("services/svc001/pkg0*/*.py"))[0]
+    with open(target, "a", encoding="utf-8") as fh:
+        fh.write("\n# profiled edit\n")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            str(index_prof),
+            "-m",
+            "ragraf.cli",
+            "index",
+            "--root",
+            str(root),
+            "-q",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return {"search_x3": _hotspots(search_prof), "one_file_reindex": _hotspots(index_prof)}
+
+
 def run(
     files: int = 100_000,
     embedder: str = "none",
@@ -349,6 +406,7 @@ def run(
     queries: int = 200,
     workdir: Path | None = None,
     log: Callable[[str], None] = print,
+    profile: bool = True,
 ) -> dict[str, Any]:
     tmp = Path(workdir or tempfile.mkdtemp(prefix="ragraf-scale-"))
     root, home, cache = tmp / "monorepo", tmp / "home", tmp / "cache"
@@ -388,6 +446,7 @@ def run(
         out = cli("search", q, "--root", str(root), "-k", "10", "--json", env=env)
         cold_cli.append(round((time.monotonic() - t) * 1000, 1) if out.returncode == 0 else None)
     code, doctor = cli_json("doctor", "--check", "--root", str(root), env=env)
+    hotspots = profile_hotspots(root, env, tmp) if profile else None
     size = sum(p.stat().st_size for p in home.rglob("*") if p.is_file() and p.name.startswith("index-"))
     cache_size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) if cache.exists() else 0
     mid = sorted(r["wall_s"] for r in no_change)[1]
@@ -408,6 +467,7 @@ def run(
         "index_mib": round(size / 2**20, 1),
         "cache_mib": round(cache_size / 2**20, 1),
         "doctor_check_exit": code,
+        "hotspots": hotspots,
         "doctor_problems": [c["detail"] for c in doctor.get("results", []) if not c.get("ok")],
         "targets": TARGETS,
         "duration_s": round(time.monotonic() - t0, 1),
@@ -433,7 +493,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     parser.add_argument("--name", default="", help="results file name suffix")
+    parser.add_argument("--profile-only", type=Path, help="profile an indexed monorepo kept with --keep")
     args = parser.parse_args()
+    if args.profile_only:
+        env = base_env(args.profile_only / "home", args.profile_only / "cache", args.embedder)
+        print(json.dumps(profile_hotspots(args.profile_only / "monorepo", env, args.profile_only), indent=1))
+        return
     result = run(args.files, args.embedder, not args.no_git, args.seed, workdir=args.keep)
     name = "scale" + (f"-{args.name}" if args.name else f"-{args.embedder}-{args.files}")
     print(save_result(name, result))
