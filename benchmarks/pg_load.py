@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import re
 import statistics
@@ -279,6 +280,9 @@ def main() -> None:
             "seconds": args.seconds,
             "searchers": args.searchers,
         }
+        # Other work on the machine skews every latency here: say how busy it was.
+        result["cpus"] = os.cpu_count()
+        result["load_average_before"] = round(os.getloadavg()[0], 2)
         # PostgreSQL ---------------------------------------------------------------------
         for key in ("bench-a", "bench-b"):
             old = PostgresStore(dsn, key, create=True)
@@ -320,10 +324,15 @@ def main() -> None:
         )
         result["sqlite"] = {"load_s": round(load_sq, 1), **sq_stats.summary(args.seconds)}
         say("sqlite:  ", json.dumps(result["sqlite"]))
+        result["load_average_after"] = round(os.getloadavg()[0], 2)
         if args.json:
             print(json.dumps(result))
         else:
             print()
+            print(
+                f"{result['cpus']} CPUs; load average {result['load_average_before']} before, "
+                f"{result['load_average_after']} after (other processes share these CPUs)"
+            )
             print(
                 f"{'store':<10}{'searches':>9}{'q/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'errors':>8}{'torn':>6}  commits"
             )

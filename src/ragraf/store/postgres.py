@@ -65,6 +65,7 @@ _LEDGER_COLUMNS = (
     "affected_symbols, dedupe_key"
 )
 _TOKEN = re.compile(r"[^\W_]+")
+_KEEP = "0zq0"
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _FTS_KEYWORDS = frozenset({"OR", "AND", "NOT", "NEAR"})
 
@@ -77,7 +78,16 @@ def lex_tokens(text: str) -> list[str]:
     if not text.isascii():
         text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
         text = unicodedata.normalize("NFC", text)
-    return [t for t in _TOKEN.findall(text.lower()) if len(t) <= _MAX_TOKEN]
+    return [_unstemmed(t) for t in _TOKEN.findall(text.lower()) if len(t) <= _MAX_TOKEN]
+
+
+def _unstemmed(token: str) -> str:
+    """FTS5's Porter stemmer leaves tokens under 3 or over 64 bytes alone; PostgreSQL's would stem
+    them ("os" -> "o"). A suffix ending in a digit matches no Porter rule and no real token."""
+    size = len(token.encode())
+    if (size < 3 or size > 64) and not token.isdigit():
+        return token + _KEEP
+    return token
 
 
 def match_terms(match: str) -> list[str]:
@@ -771,16 +781,16 @@ class PostgresStore:
         for i, (t, w) in enumerate(zip(terms, idf, strict=True)):
             params[f"q{i}"] = t[0]
             params[f"idf{i}"] = w
-        # A revision committed a moment ago has no statistics yet, and a plan built on that guess
-        # could score every chunk; so the revision test is a per-candidate index probe (OFFSET 0
-        # keeps it one), and the candidates come from the GIN index alone. Chunks first
-        # (over-fetched as SQLite does, for contents at several paths), then their paths.
+        # The candidates come from the GIN index alone and the revision test is a hash of the
+        # revision's contents built once (OFFSET 0 keeps the planner from turning it into a join
+        # it might drive from the manifest side). Chunks first (over-fetched as SQLite does, for
+        # contents at several paths), then their paths.
         params["over"] = limit * 3 + 20
         query = sql.SQL(
             "WITH top AS MATERIALIZED ("
             " SELECT c.id, c.content_id, c.start_line, (%(k1)s + 1) * ({score}) AS score FROM chunks c"
-            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery AND EXISTS (SELECT 1 FROM manifest m"
-            " WHERE m.repo_id = %(repo)s AND m.rev_no = %(rev)s AND m.content_id = c.content_id OFFSET 0)"
+            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery AND c.content_id IN (SELECT content_id"
+            " FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s OFFSET 0)"
             " ORDER BY score DESC LIMIT %(over)s"
             ") SELECT t.id, m.path, t.start_line, t.score, m.sha256, c.end_line, c.symbol, c.text FROM top t "
             "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s "
@@ -1065,8 +1075,8 @@ class PostgresStore:
             best = self._rows(
                 "SELECT v.chunk_id, v.embedding <=> %s AS distance FROM vectors v "
                 "JOIN chunks c ON c.id = v.chunk_id "
-                "WHERE v.model_id = %s AND v.repo_id = %s AND EXISTS (SELECT 1 FROM manifest m "
-                "WHERE m.repo_id = %s AND m.rev_no = %s AND m.content_id = c.content_id OFFSET 0) "
+                "WHERE v.model_id = %s AND v.repo_id = %s AND c.content_id IN (SELECT content_id FROM manifest "
+                "WHERE repo_id = %s AND rev_no = %s OFFSET 0) "
                 "ORDER BY distance, v.chunk_id LIMIT %s",
                 (vec, model_id, self.repo_id, self.repo_id, rev_no, limit),
             )
