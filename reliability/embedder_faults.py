@@ -91,7 +91,9 @@ class Fault:
 
     name: str
     description: str
-    mode: str  # transient: the first `times` embedding requests; persistent: all; poison: those with POISON
+    # transient: the first `times` embedding requests; persistent: all; after: all once `times` have
+    # been answered well; poison: those holding the POISON text
+    mode: str
     reply: Callable[[FakeServer, list[str]], Reply] | None = None
     times: int = 2
     url: str = ""  # "tls": https to the plain port; "refused": a port nothing listens on
@@ -107,9 +109,11 @@ class Fault:
             if self.mode == "poison" and not any(POISON in t for t in texts):
                 return None
             with lock:
-                if self.mode == "transient" and hits[0] >= self.times:
-                    return None
                 hits[0] += 1
+                if self.mode == "transient" and hits[0] > self.times:
+                    return None
+                if self.mode == "after" and hits[0] <= self.times:
+                    return None
             return self.reply(server, texts)
 
         return rule
@@ -156,6 +160,7 @@ FAULTS: list[Fault] = [
     Fault("503", "HTTP 503, twice", "transient", lambda s, t: Reply(503, {"error": "overloaded"})),
     Fault("reset", "connection reset, twice", "transient", lambda s, t: Reply(reset=True)),
     Fault("500 persistent", "HTTP 500 on every embedding request", "persistent", lambda s, t: Reply(500, "down")),
+    Fault("500 mid-run", "HTTP 500 on every request after 2 good batches", "after", lambda s, t: Reply(500, "down")),
     Fault("429 persistent", "429 Retry-After: 1 on every embedding request", "persistent", lambda s, t: Reply(429, {"error": "quota"}, {"Retry-After": "1"})),
     Fault("hang", "no answer for 3x the timeout, once", "transient", lambda s, t: Reply(hang=3 * TIMEOUT_S), times=1),
     Fault("hang on one text", "every request holding one text hangs past the timeout", "poison", lambda s, t: Reply(hang=2 * TIMEOUT_S)),
@@ -310,6 +315,7 @@ def run_fault(fault: Fault, shape: str, corpus: Path, work: Path) -> dict[str, A
         server.rule = None
         clean_env = dict(env, RAGRAF_EMBED_URL=server.url + suffix)
         t1 = time.monotonic()
+        vectors_after_fault = vectors["index_vectors"]
         clean_code, clean = cli_json("index", "--root", str(corpus), env=clean_env, timeout=600)
         clean_s = time.monotonic() - t1
         clean_coverage = _coverage(corpus, clean_env)
@@ -352,6 +358,10 @@ def run_fault(fault: Fault, shape: str, corpus: Path, work: Path) -> dict[str, A
         "clean_run_exit": clean_code,
         "clean_run_s": round(clean_s, 2),
         "clean_run_warnings": clean.get("warnings"),
+        "vectors_kept_from_faulty_run": vectors_after_fault,
+        "clean_run_computed": (clean.get("embeddings") or {}).get("computed"),
+        "clean_run_cache_hits": (clean.get("embeddings") or {}).get("cache_hits"),
+        "total_chunks": (clean.get("chunks") or {}).get("total"),
         "coverage_after_clean_run": clean_coverage,
         "wrong_vectors_after_clean_run": clean_vectors["index_wrong"] + clean_vectors["cache_wrong"],
         "doctor_after_clean_run": clean_consistency["ok"],

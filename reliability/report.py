@@ -246,17 +246,18 @@ def render_faults(r: dict[str, Any]) -> str:
         "requests, then the server heals; \"always\" faults never heal; \"one text\" faults hit every request "
         "holding one particular chunk. After each faulty run every vector in the index file and in the shared "
         "cache is compared with the server's deterministic vector for its text; then the fault goes away and "
-        "a clean run must reach semantic coverage 1.0.",
+        "a clean run must reach semantic coverage 1.0, computing only what the faulty run left undone.",
         _cmd(r),
-        "| server | fault | outcome of the faulty run | time | requests | coverage after | wrong vectors (index + cache) | `doctor --check` | clean run coverage | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| server | fault | outcome of the faulty run | time | requests | coverage after | wrong vectors (index + cache) | `doctor --check` | clean run: vectors kept + computed / chunks | clean run coverage | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for f in r["faults"]:
         cov = f["coverage_after_fault"]
         lines.append(
             f"| {f['shape']} | {f['description']} | {f['outcome']} | {f['duration_s']} s | {f['requests']} | "
             f"{cov if cov is not None else '-'} | {f['wrong_vectors_index']} + {f['wrong_vectors_cache']} | "
-            f"{'ok' if f['doctor_consistency_ok'] else 'FAIL'} | {f['coverage_after_clean_run']} | {_verdict(f['ok'])} |"
+            f"{'ok' if f['doctor_consistency_ok'] else 'FAIL'} | {f.get('vectors_kept_from_faulty_run', '?')} + "
+            f"{f.get('clean_run_computed', '?')} / {f.get('total_chunks', '?')} | {f['coverage_after_clean_run']} | {_verdict(f['ok'])} |"
         )
     lines += ["", "What the faulty runs said (first line of the warning or error):", ""]
     seen = set()
