@@ -509,6 +509,7 @@ def run(
         "campaign": "concurrency",
         "seconds": seconds,
         "loop_s": round(loop_s, 1),
+        "duration_s": round(time.monotonic() - t0, 1),
         "readers": readers,
         "writers": writers,
         "corpus_files": files,

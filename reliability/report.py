@@ -170,7 +170,9 @@ def _measured(r: dict[str, Any]) -> str:
     m = r.get("machine", {})
     before = r.get("loadavg_before")
     load = f"load average {' '.join(map(str, before))} before, " if before else "load average "
-    return f"_Measured {m.get('date', '?')} at commit {m.get('ragraf_commit', '?')}; {load}{' '.join(map(str, r.get('loadavg', [])))} after; took {r.get('duration_s', '?')} s._\n"
+    took = f"; took {r['duration_s']} s" if r.get("duration_s") is not None else ""
+    after = " ".join(map(str, r.get("loadavg", [])))
+    return f"_Measured {m.get('date', '?')} at commit {m.get('ragraf_commit', '?')}; {load}{after} after{took}._\n"
 
 
 def _verdict(ok: Any) -> str:
