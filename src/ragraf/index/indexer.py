@@ -192,7 +192,6 @@ def run_index(
         full = True
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
-    old_manifest = store.manifest(current.rev_no) if current else {}
     snap = snapshot.unpack(store.guard_snapshot()) if current is not None and not full else None
     listing = snapshot.quick_listing(root, snap)
     if listing is not None and not listing[1] and current is not None and current.index_version == version:
@@ -202,6 +201,7 @@ def run_index(
             files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
             chunks={"total": current.chunks, "new": 0}, duration_s=time.monotonic() - t0, reason=reason,
         )  # fmt: skip
+    old_manifest = store.manifest(current.rev_no) if current else {}
     if listing is not None and snap is not None:
         # Folders unchanged: the last listing stands; only moved files are read below.
         stamps = dict(zip(snap.folders, snap.folder_mtimes, strict=True))
