@@ -230,10 +230,6 @@ def test_random_paths_never_read_outside_the_root_or_a_secret(
                 env = call()
             except RagrafError:
                 continue
-            except NotADirectoryError:
-                # Known: test_a_path_through_a_file_is_refused_cleanly (strict xfail). Drop this
-                # tolerance when that bug is fixed.
-                continue
             for r in env.results:
                 text = r.get("content", "") if isinstance(r, dict) else ""
                 assert OUTSIDE_MARKER not in text
@@ -242,12 +238,6 @@ def test_random_paths_never_read_outside_the_root_or_a_secret(
                 assert target == indexed.resolve() or indexed.resolve() in target.parents
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a symlink loop inside the root makes read and outline raise RuntimeError('Symlink loop "
-    "from ...') instead of a RagrafError: ragraf/freshness/live_read.py confine() calls Path.resolve(), "
-    "which raises RuntimeError on a loop in Python 3.11; `ragraf read LOOP` prints a traceback",
-)
 def test_a_symlink_loop_inside_the_root_is_refused_cleanly(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
@@ -262,12 +252,6 @@ def test_a_symlink_loop_inside_the_root_is_refused_cleanly(tmp_path: Path) -> No
                     call(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: reading a path that goes through a regular file (README.md/x) raises NotADirectoryError "
-    "instead of a RagrafError: ragraf/freshness/live_read.py read_live() catches only FileNotFoundError around "
-    "os.stat; `ragraf read README.md/x` prints a traceback (found by the long fuzz run)",
-)
 def test_a_path_through_a_file_is_refused_cleanly(indexed: Path) -> None:
     with (
         Index.open(indexed, embedder="none", home=indexed.parent / "home") as idx,

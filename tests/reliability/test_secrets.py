@@ -166,11 +166,6 @@ def test_the_http_api_refuses_to_read_a_secret(repo: Path) -> None:
         _no_secret_in(json.dumps(body["results"]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the secret rules are case-sensitive (ragraf/corpus/rules.py: fnmatch.translate without "
-    "IGNORECASE): DEPLOY.PEM, prod.KEY, ID_RSA and .ENV are indexed, searchable and readable",
-)
 def test_secret_names_in_upper_case_are_secrets_too(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     upper = {"certs/DEPLOY.PEM": "a", "certs/prod.KEY": "b", "keys/ID_RSA": "c", ".ENV": "d"}

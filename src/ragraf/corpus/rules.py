@@ -175,7 +175,8 @@ BINARY_EXTENSIONS = frozenset(
 )
 
 
-_SECRET_NAME = re.compile("|".join(fnmatch.translate(p) for p in SECRET_PATTERNS))
+# Case-insensitive: ID_RSA and .ENV are as secret as id_rsa and .env.
+_SECRET_NAME = re.compile("|".join(fnmatch.translate(p) for p in SECRET_PATTERNS), re.IGNORECASE)
 
 
 def is_secret(path: str) -> bool:
@@ -184,7 +185,10 @@ def is_secret(path: str) -> bool:
     name = parts[-1]
     if _SECRET_NAME.match(name):
         return True
-    return any(d in SECRET_DIR_FILES and fnmatch.fnmatchcase(name, SECRET_DIR_FILES[d]) for d in parts[:-1])
+    lowered = name.lower()
+    return any(
+        d.lower() in SECRET_DIR_FILES and fnmatch.fnmatchcase(lowered, SECRET_DIR_FILES[d.lower()]) for d in parts[:-1]
+    )
 
 
 def excluded_reason(path: str) -> str | None:

@@ -48,7 +48,10 @@ def confine(root: Path, path: str) -> tuple[str, Path]:
         )
     rel = "/".join(p for p in parts if p not in ("", "."))
     real_root = root.resolve()
-    target = (real_root / rel).resolve()
+    try:
+        target = (real_root / rel).resolve()
+    except (RuntimeError, OSError):  # a symlink loop
+        raise PathOutsideRootError(f"{path!r} is a symlink loop", suggest="read a regular file") from None
     if target != real_root and real_root not in target.parents:
         raise PathOutsideRootError(
             f"{path!r} leads outside the root (through a symlink)",
@@ -70,6 +73,10 @@ def read_live(root: Path, path: str) -> LiveText:
     except FileNotFoundError:
         raise UsageError(
             f"{rel} does not exist", suggest="check the path (ragraf status lists deleted files)"
+        ) from None
+    except OSError as exc:  # a path through a file, a permission
+        raise UsageError(
+            f"{rel} cannot be read: {exc.strerror}", suggest="read a regular file inside the root"
         ) from None
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"{rel} is not a regular file", suggest="read a file, not a folder or device")
