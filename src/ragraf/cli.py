@@ -388,5 +388,9 @@ from ragraf.adapters.commands import register as _register_adapters  # noqa: E40
 
 _register_adapters(main)
 
+from ragraf.store.migrate import register as _register_migrate  # noqa: E402
+
+_register_migrate(main)
+
 if __name__ == "__main__":
     main()

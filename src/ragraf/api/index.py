@@ -55,7 +55,7 @@ class Index:
     # plumbing ------------------------------------------------------------------------------
 
     def store(self) -> Store:
-        if self._store is not None and not self.settings.db_path.exists():
+        if self._store is not None and self.settings.store == "sqlite" and not self.settings.db_path.exists():
             self.close()  # the index home was deleted under us: say so rather than answer from a ghost
         if self._store is None:
             self._store = open_store(self.settings)
@@ -216,10 +216,18 @@ class Index:
             finally:
                 if store is not None:
                     store.close()
+        self.close()
+        if self.settings.store == "postgres":
+            # One writer per repository across machines: the server's advisory lock, not a local flock.
+            store = open_store(self.settings, create=True)
+            try:
+                with store.writer_lock(wait=wait, timeout_s=self.settings.lock_timeout_s):  # type: ignore[attr-defined]
+                    return self._index_into(store, full, lexical_only, progress)
+            finally:
+                store.close()
         lock = WriterLock(self.settings.home, wait=wait, timeout_s=self.settings.lock_timeout_s)
         lock.acquire(on_wait=lambda who: progress.note(f"waiting for the index lock held by {who}"))
         try:
-            self.close()
             try:
                 store = open_store(self.settings, create=True)
             except IndexCorruptError:
@@ -228,25 +236,27 @@ class Index:
                 _remove_index_files(self.settings.db_path)
                 store = open_store(self.settings, create=True)
             try:
-                model_id, dim, why = self._model()
-                report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
-                embedder = self.embedder() if why is None else None
-                if why is not None:
-                    report.embeddings = {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0}
-                    report.warnings.append(f"embeddings unavailable: {why}; the index answers lexically")
-                elif embedder is not None and not lexical_only:
-                    rev = store.current_revision()
-                    assert rev is not None
-                    report.embeddings, warning = embed_revision(
-                        store, self.settings, embedder, rev.rev_no, progress
-                    )
-                    if warning:
-                        report.warnings.append(warning)
-                return report
+                return self._index_into(store, full, lexical_only, progress)
             finally:
                 store.close()
         finally:
             lock.release()
+
+    def _index_into(self, store: Store, full: bool, lexical_only: bool, progress: Progress) -> IndexReport:
+        """Both phases under the writer lock: the lexical revision, then its embeddings."""
+        model_id, dim, why = self._model()
+        report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
+        embedder = self.embedder() if why is None else None
+        if why is not None:
+            report.embeddings = {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0}
+            report.warnings.append(f"embeddings unavailable: {why}; the index answers lexically")
+        elif embedder is not None and not lexical_only:
+            rev = store.current_revision()
+            assert rev is not None
+            report.embeddings, warning = embed_revision(store, self.settings, embedder, rev.rev_no, progress)
+            if warning:
+                report.warnings.append(warning)
+        return report
 
     def search(
         self,

@@ -19,7 +19,12 @@ from ragraf.store.base import (
 
 
 def open_store(settings, create: bool = False) -> Store:  # type: ignore[no-untyped-def]
-    """The store the settings name; create=True makes a new index file where none exists."""
+    """The store the settings name; create=True makes a new index where none exists."""
+    if settings.store == "postgres":
+        from ragraf.store.postgres import PostgresStore
+
+        # One repository per indexed root in a shared database, named by its path.
+        return PostgresStore(settings.pg_dsn, repo_key=str(settings.root), create=create)
     from ragraf.store.sqlite import SqliteStore
 
     return SqliteStore(settings.db_path, create=create)

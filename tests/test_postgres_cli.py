@@ -1,0 +1,32 @@
+"""The whole CLI on the PostgreSQL store: RAGRAF_STORE=postgres behaves like the default SQLite one."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from pg_server import pg_dsn, pg_server  # noqa: F401  (session fixtures: one server per run)
+from support import cli_json, run_cli, write
+
+
+def test_index_search_facts_freshness_and_changes_on_postgres(sample: Path, pg_dsn: str) -> None:  # noqa: F811
+    # A fresh root path is a fresh repository in the shared database.
+    env = {"RAGRAF_STORE": "postgres", "RAGRAF_PG_DSN": pg_dsn, "RAGRAF_HOME": str(sample.parent / "home")}
+    root = sample.parent / f"repo-{uuid.uuid4().hex[:8]}"
+    sample.rename(root)
+    first = cli_json("index", "--root", str(root), env=env)
+    assert first["index_rev"] == "rev-0001" and first["files"]["added"] == 5
+    search = cli_json("search", "TCPConnector", "--root", str(root), env=env)
+    assert search["state"] == "fresh" and search["results"][0]["path"] == "src/app/server.py"
+    assert cli_json("def", "TCPConnector", "--root", str(root), env=env)["results"][0]["line"] == 4
+    calls = cli_json("refs", "resolve_host", "--calls", "--root", str(root), env=env)["results"]
+    assert [(c["path"], c["line"]) for c in calls] == [("src/app/server.py", 11)]
+    write(root, {"src/app/server.py": (root / "src/app/server.py").read_text() + "\ndef added():\n    pass\n"})
+    drifted = cli_json("search", "TCPConnector", "--root", str(root), env=env)
+    assert drifted["state"] == "drifted" and drifted["results"][0]["stale"] is True
+    refused = run_cli("status", "--reindex-on-drift", "fail", "--root", str(root), env=env)
+    assert refused.returncode == 3
+    assert cli_json("index", "--root", str(root), env=env)["index_rev"] == "rev-0002"
+    changes = cli_json("changes", "--from", "rev-0001", "--root", str(root), env=env)["results"][0]
+    assert [s["name"] for s in changes["symbols"]["added"]] == ["added"]
+    assert cli_json("doctor", "--check", "--root", str(root), env=env)["results"][0]["ok"]
