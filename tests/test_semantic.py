@@ -129,3 +129,17 @@ def test_wrong_vectors_never_enter_the_index(sample: Path, fake: FakeServer) -> 
     status = cli_json("status", "--root", str(sample), env=env)
     assert status["capability"]["semantic_coverage"] == 0.0
     assert json.dumps(status)  # the envelope is still whole
+
+
+def test_dry_run_estimates_the_embedding_bill_and_status_keeps_totals(sample: Path, fake: FakeServer) -> None:
+    env = {**_openai_env(fake), "RAGRAF_EMBED_BATCH_SIZE": "2"}
+    before = cli_json("index", "--dry-run", "--root", str(sample), env=env)["embedding"]
+    assert before["chunks"] == 5 and before["cached"] == 0 and before["calls"] == 3 and before["tokens_estimate"] > 0
+    assert not any(r.body["input"] != ["dimension probe"] for r in fake.requests)  # estimating costs nothing
+    report = cli_json("index", "--root", str(sample), env=env)
+    totals = cli_json("status", "--root", str(sample), env=env)["results"][0]["embeddings"]
+    model = next(iter(totals))
+    assert totals[model]["computed"] == report["embeddings"]["computed"] == 5
+    assert totals[model]["tokens"] == report["embeddings"]["tokens"] > 0
+    after = cli_json("index", "--dry-run", "--root", str(sample), env=env)["embedding"]
+    assert after["chunks"] == 0 and after["calls"] == 0

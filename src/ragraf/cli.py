@@ -119,6 +119,12 @@ def _print_dry_run(data: dict[str, Any]) -> None:
     click.echo(f"{'folder':<50} {'files':>7} {'bytes':>12} {'chunks':>7}")
     for folder, row in data["folders"].items():
         click.echo(f"{folder:<50} {row['files']:>7} {row['bytes']:>12,} {row['chunks']:>7}")
+    emb = data.get("embedding") or {}
+    if emb.get("model", "none") != "none":
+        click.echo(
+            f"embedding: {emb['chunks']} new chunks with {emb['model']}: {emb['cached']} cached, "
+            f"{emb['calls']} calls, about {emb['tokens_estimate']:,} tokens"
+        )
     if data["skipped"]:
         click.echo("skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(data["skipped"].items())))
 

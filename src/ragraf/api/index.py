@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -212,7 +213,8 @@ class Index:
             with contextlib.suppress(IndexMissingError, IndexCorruptError):
                 store = open_store(self.settings)
             try:
-                return dry_run(store, self.settings, progress)
+                model_id, _dim, _why = self._model()
+                return dry_run(store, self.settings, progress, model_id=model_id)
             finally:
                 if store is not None:
                     store.close()
@@ -256,7 +258,27 @@ class Index:
             report.embeddings, warning = embed_revision(store, self.settings, embedder, rev.rev_no, progress)
             if warning:
                 report.warnings.append(warning)
+            self._add_embedding_totals(embedder.model_id, report.embeddings)
         return report
+
+    def _totals_path(self) -> Path:
+        return self.settings.home / f"{self.settings.db_path.stem}.embedding-totals.json"
+
+    def _add_embedding_totals(self, model: str, counts: dict[str, int]) -> None:
+        """Running totals per model of what this index has asked embedders for (this machine)."""
+        totals = self.embedding_totals()
+        entry = totals.setdefault(model, {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0})
+        for key in entry:
+            entry[key] += int(counts.get(key, 0))
+        tmp = self._totals_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(totals, indent=1))
+        os.replace(tmp, self._totals_path())
+
+    def embedding_totals(self) -> dict[str, dict[str, int]]:
+        try:
+            return json.loads(self._totals_path().read_text())
+        except (OSError, ValueError):
+            return {}
 
     def search(
         self,
@@ -442,6 +464,7 @@ class Index:
         env.results.append({
             "revision": rev.to_dict(), "root": str(self.settings.root), "home": str(self.settings.home),
             "store": self.settings.store, "index_file": str(self.settings.db_path),
+            "embeddings": self.embedding_totals(),
             "drift": {"created": list(drift.created), "modified": list(drift.modified), "deleted": list(drift.deleted)},
         })  # fmt: skip
         return env

@@ -13,10 +13,11 @@ from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
 from ragraf.corpus.discover import dir_stamps
 from ragraf.freshness import snapshot
+from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
 from ragraf.index.workers import prepare, prepare_all
 from ragraf.languages import language_of
-from ragraf.store import ContentBundle, DriftEvent, ManifestEntry, NewRevision, StatEntry, Store
+from ragraf.store import ChunkHit, ContentBundle, DriftEvent, ManifestEntry, NewRevision, StatEntry, Store
 
 # A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
 # clock tick (git's "racy" problem): such files are re-hashed next time.
@@ -294,8 +295,11 @@ def run_index(
     )
 
 
-def dry_run(store: Store | None, settings: Settings, progress: Progress | None = None) -> dict[str, object]:
-    """What `ragraf index` would index, by folder, with sizes and chunk counts; writes nothing."""
+def dry_run(
+    store: Store | None, settings: Settings, progress: Progress | None = None, model_id: str | None = None
+) -> dict[str, object]:
+    """What `ragraf index` would index, by folder, with sizes and chunk counts, and what embedding it
+    would cost (calls and tokens, cached texts excluded); writes nothing."""
     progress = progress or Progress()
     found = discover(settings.root, settings.max_file_bytes)
     cache = store.stat_cache() if store else {}
@@ -304,6 +308,7 @@ def dry_run(store: Store | None, settings: Settings, progress: Progress | None =
     old = store.manifest(current.rev_no) if store and current else {}
     folders: dict[str, dict[str, int]] = {}
     total_chunks = changed = 0
+    to_embed: list[str] = []
     for hf in hashed:
         path = hf.stat.path
         folder = str(PurePosixPath(path).parent)
@@ -317,6 +322,11 @@ def dry_run(store: Store | None, settings: Settings, progress: Progress | None =
             changed += 1
             bundle = prepare(((hf.sha256, language_of(path), settings.chunk_params()), path, settings))
             n = len(bundle.chunks) if bundle else 0
+            if bundle and model_id:
+                to_embed += [
+                    embed_text(ChunkHit(0, path, c.start_line, c.end_line, c.symbol, c.text, 0.0))
+                    for c in bundle.chunks
+                ]
         row["chunks"] += n
         total_chunks += n
     reasons = [reason for _, reason in found.skipped] + [reason for _, reason in unindexable]
@@ -332,4 +342,22 @@ def dry_run(store: Store | None, settings: Settings, progress: Progress | None =
         "folders": dict(sorted(folders.items())),
         "skipped": dict(skipped),
         "home": str(settings.home),
+        "embedding": _embedding_estimate(settings, model_id, to_embed),
     }
+
+
+def _embedding_estimate(settings: Settings, model_id: str | None, texts: list[str]) -> dict[str, object]:
+    """Calls and tokens the new chunks would cost at the configured endpoint (cache hits are free)."""
+    if not model_id or model_id == "none":
+        return {"model": "none", "chunks": 0, "cached": 0, "calls": 0, "tokens_estimate": 0}
+    from ragraf.embed import open_cache
+
+    cache = open_cache(settings)
+    misses = [t for t, v in zip(texts, cache.get_many(model_id, texts), strict=True) if v is None]
+    unique = list(dict.fromkeys(misses))
+    return {
+        "model": model_id, "chunks": len(texts), "cached": len(texts) - len(misses),
+        "calls": -(-len(unique) // max(1, settings.embed_batch_size)),
+        # About four characters a token for code and English; the provider's count is what bills.
+        "tokens_estimate": sum(len(t) // 4 + 1 for t in unique),
+    }  # fmt: skip
