@@ -82,8 +82,9 @@ def lex_tokens(text: str) -> list[str]:
 
 
 def _unstemmed(token: str) -> str:
-    """FTS5's Porter stemmer leaves tokens under 3 or over 64 bytes alone; PostgreSQL's would stem
-    them ("os" -> "o"). A suffix ending in a digit matches no Porter rule and no real token."""
+    """The token as the index stores it: marked unstemmable where FTS5's Porter stemmer skips it."""
+    # FTS5 leaves tokens under 3 or over 64 bytes alone; PostgreSQL's stemmer would not ("os" ->
+    # "o"). A suffix ending in a digit matches no Porter rule and no real token.
     size = len(token.encode())
     if (size < 3 or size > 64) and not token.isdigit():
         return token + _KEEP
