@@ -60,12 +60,6 @@ def test_a_slow_drip_answer_is_cut_at_the_request_timeout() -> None:
         server.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an https:// URL to a plain-HTTP port fails the TLS handshake the same way every time, yet "
-    "HttpEndpoint.post_json retries it as transient (httpx.ConnectError -> 5 attempts, 1+2+4+8 s of backoff, "
-    "~15 s per index run); DESIGN §8 retries resets, 5xx and 429 only",
-)
 def test_tls_to_a_plain_port_fails_at_once_without_retries() -> None:
     server = DripServer("openai")
     embedder, sleeps = _remote(server.url.replace("http://", "https://") + "/v1")

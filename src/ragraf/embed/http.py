@@ -48,6 +48,20 @@ class RetryPolicy:
         return min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
 
 
+def _tls_failed(exc: BaseException) -> bool:
+    """True when a connect error comes from the TLS layer (ssl.SSLError anywhere in its causes)."""
+    import ssl
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError) or "SSL" in type(seen).__name__ or "[SSL" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
     """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date; None if absent or bad."""
     if not value:
@@ -142,6 +156,13 @@ class HttpEndpoint:
                     raise ConnectionRefused(
                         refused_message(self.base_url, self.server_name),
                         suggest=f"start {self.server_name} {off_switch()}",
+                    ) from None
+                if _tls_failed(exc):
+                    # A TLS handshake fails the same way every time (https:// to a plain port, a bad
+                    # certificate): retrying only delays the answer.
+                    raise ProviderUnavailable(
+                        f"TLS handshake with {self.base_url} failed: {exc}",
+                        suggest="use http:// if the server does not speak TLS, or fix its certificate",
                     ) from None
                 last = f"cannot connect to {self.base_url}: {exc}"
             except httpx.UnsupportedProtocol as exc:
