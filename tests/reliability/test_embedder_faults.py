@@ -41,12 +41,6 @@ def _remote(url: str, timeout: float = 1.0) -> tuple[object, list[float]]:
     return OpenAIEmbedder("m", url, api_key="k", timeout_s=timeout, sleep=sleeps.append), sleeps
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: embed_timeout_s bounds each socket read, not the request: a server that dribbles its "
-    "answer (a piece every 0.4 s) holds a request with a 1 s timeout for 8 s (ragraf/embed/http.py, "
-    "httpx.Timeout(timeout_s) is per read)",
-)
 def test_a_slow_drip_answer_is_cut_at_the_request_timeout() -> None:
     server = DripServer("openai")
     server.script = [Reply(headers={"X-Drip": "0.4"})]

@@ -143,7 +143,7 @@ class HttpEndpoint:
         for attempt in range(1, self.retry.max_attempts + 1):
             delay = self.retry.backoff(attempt)
             try:
-                response = self.client.post(url, json=payload)
+                response = self._post_within_deadline(url, payload)
             except httpx.ConnectTimeout:
                 last = f"connecting to {self.base_url} timed out"
             except httpx.TimeoutException:
@@ -194,6 +194,22 @@ class HttpEndpoint:
             f"{self.provider} at {self.base_url} failed {self.retry.max_attempts} times; last: {last}",
             suggest=f"check that {self.server_name} is healthy, then re-run (work done so far is cached) {off_switch()}",
         )
+
+    def _post_within_deadline(self, url: str, payload: dict[str, Any]) -> httpx.Response:
+        """POST and read the whole answer within timeout_s: httpx's timeouts bound each read, so a
+        server dribbling its answer a byte at a time would otherwise hold the request forever."""
+        deadline = time.monotonic() + self.timeout_s
+        request = self.client.build_request("POST", url, json=payload)
+        streamed = self.client.send(request, stream=True)
+        try:
+            body = bytearray()
+            for piece in streamed.iter_raw():
+                body += piece
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"no complete answer within {self.timeout_s:g} s", request=request)
+        finally:
+            streamed.close()
+        return httpx.Response(streamed.status_code, headers=streamed.headers, content=bytes(body), request=request)
 
     def _decode(self, response: httpx.Response) -> Any:
         try:
