@@ -18,6 +18,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -344,6 +345,7 @@ def main() -> None:
                     f"{r['errors']:>8}{r['torn_reads']:>6}  {r['commits']}"
                 )
     finally:
+        shutil.rmtree(tmp, ignore_errors=True)
         if server is not None:
             server.destroy()
 
