@@ -50,13 +50,6 @@ def test_the_recovered_index_equals_a_clean_build_of_the_same_files(campaign: di
     assert campaign["final"]["identical"], campaign["final"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a revision's lexical answers depend on chunks outside it: SqliteStore.lexical_search ranks "
-    "with BM25 over the whole chunks_fts table and keeps only the top limit*3+20 rows before filtering by "
-    "the revision's manifest, so contents a killed run stored (or older revisions) reorder and drop results "
-    "of an unchanged revision (DESIGN §5: same query, same revision, same answer)",
-)
 def test_contents_left_by_a_killed_run_do_not_change_the_answers_of_the_current_revision(
     tmp_path: Path,
 ) -> None:

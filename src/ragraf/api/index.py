@@ -13,7 +13,7 @@ from typing import Any
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
 from ragraf.embed import Embedder, make_embedder
-from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, UsageError
+from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError, UsageError
 from ragraf.facts.lookup import find_definitions, find_references
 from ragraf.freshness.changes import changes_report
 from ragraf.freshness.guard import DriftSet, GuardResult, guard
@@ -444,7 +444,7 @@ class Index:
             event = DriftEvent(
                 rev.rev, "modify", live.path, "guard", indexed.sha256, live.sha256, indexed.content_id
             )
-            with contextlib.suppress(sqlite3.OperationalError):
+            with contextlib.suppress(sqlite3.OperationalError, StoreError):
                 self.store().register_drift([event])
         if differs:
             env.state = "drifted"

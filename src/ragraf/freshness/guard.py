@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
+from ragraf.errors import StoreError
 from ragraf.freshness.snapshot import quick_listing, unpack
 from ragraf.index.indexer import SKIPPED, stat_matches
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
@@ -131,7 +132,7 @@ def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     for path in drift.deleted:
         old = manifest[path]
         events.append(DriftEvent(rev.rev, "delete", path, "guard", old.sha256, None, old.content_id))
-    with contextlib.suppress(sqlite3.OperationalError):
+    with contextlib.suppress(sqlite3.OperationalError, StoreError):
         store.register_drift(events)  # a read-only or busy index still answers, marked
     entries, symbols = store.open_summary(rev.rev, sorted(drift.paths))
     return GuardResult(drift, entries, symbols)

@@ -46,7 +46,7 @@ class SqliteStore:
 
     def __init__(self, path: Path, create: bool = False) -> None:
         self.path = path
-        self._vector_cache: tuple[tuple[int, str, int], np.ndarray, np.ndarray] | None = None
+        self._vector_cache: tuple[tuple[int, str, int, int], np.ndarray, np.ndarray] | None = None
         if not path.exists() and not create:
             raise IndexMissingError(
                 f"no index yet for this folder (looked for {path})", suggest="run `ragraf index` first"
@@ -151,6 +151,17 @@ class SqliteStore:
                 "INSERT INTO manifest (rev_no, path, sha256, content_id, size) VALUES (?, ?, ?, ?, ?)",
                 [(nxt, e.path, e.sha256, e.content_id, e.size) for e in new.manifest],
             )
+            # Lexical rows of content this revision brings in become searchable with it, not before.
+            new_chunks = (
+                "SELECT p.chunk_id FROM pending_fts p JOIN chunks c ON c.id = p.chunk_id "
+                "WHERE c.content_id IN (SELECT content_id FROM manifest WHERE rev_no = ?)"
+            )
+            db.execute(
+                f"INSERT INTO chunks_fts (rowid, body, symbol) SELECT chunk_id, body, symbol FROM pending_fts "
+                f"WHERE chunk_id IN ({new_chunks})",
+                (nxt,),
+            )
+            db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({new_chunks})", (nxt,))
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(db, new.events)
             closer = f"rev-{nxt:04d}"
@@ -203,7 +214,7 @@ class SqliteStore:
                         (content_id, c.ord, c.start_line, c.end_line, c.symbol, c.text),
                     )
                     db.execute(
-                        "INSERT INTO chunks_fts (rowid, body, symbol) VALUES (?, ?, ?)",
+                        "INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)",
                         (cur.lastrowid, c.index_text, c.symbol or ""),
                     )
                 db.executemany(
@@ -463,7 +474,7 @@ class SqliteStore:
             "(SELECT c.id FROM manifest m JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ?)",
             (model, rev_no),
         ).fetchone()[0]
-        key = (rev_no, model, count)
+        key = (rev_no, model, dim, count)
         if self._vector_cache is not None and self._vector_cache[0] == key:
             return self._vector_cache[1], self._vector_cache[2]
         rows = self.db.execute(
@@ -539,8 +550,9 @@ class SqliteStore:
             ("contents whose chunk count disagrees with their chunks",
              "SELECT count(*) FROM contents c WHERE c.n_chunks != (SELECT count(*) FROM chunks k WHERE k.content_id = c.id)",
              ()),
-            ("chunks missing from the lexical index",
-             "SELECT count(*) FROM chunks k WHERE NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id)", ()),
+            ("chunks of indexed content missing from the lexical index",
+             "SELECT count(*) FROM chunks k WHERE EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = k.content_id) "
+             "AND NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id)", ()),
             ("lexical index rows without a chunk",
              "SELECT count(*) FROM chunks_fts f WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = f.rowid)", ()),
             ("vectors without a chunk",
@@ -603,6 +615,7 @@ class SqliteStore:
             if orphans:
                 # One pass over the references instead of an index on content_id that every insert pays for.
                 db.execute("DELETE FROM refs WHERE content_id NOT IN (SELECT id FROM contents)")
+                db.execute("DELETE FROM pending_fts WHERE chunk_id NOT IN (SELECT id FROM chunks)")
         return {
             "revisions_removed": len(old),
             "contents_removed": len(orphans),

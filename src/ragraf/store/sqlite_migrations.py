@@ -133,4 +133,9 @@ MIGRATIONS: list[str] = [
     DELETE FROM facts WHERE kind = 'ref';
     CREATE INDEX refs_by_name ON refs (name);
     """,
+    # 5: lexical rows wait in pending_fts until a revision names their content, so what a killed run
+    # stored never shifts the BM25 statistics of the revision being answered from.
+    """
+    CREATE TABLE pending_fts (chunk_id INTEGER PRIMARY KEY, body TEXT NOT NULL, symbol TEXT NOT NULL);
+    """,
 ]
