@@ -442,7 +442,12 @@ def render() -> str:
             f"| Scale, {r['corpus']['files']:,} files, embedder {r['embedder']} | "
             f"targets met: RSS {'✓' if met['peak_rss'] else '✗'}, no-change {'✓' if met['no_change'] else '✗'}, "
             f"one file {'✓' if met['one_file'] else '✗'}, search p95 {'✓' if met['search_p95'] else '✗'} | "
-            f"{_verdict(r['ok'])} (runs) |"
+            + ("runs **pass**; " if r["ok"] else "runs **FAIL**; ")
+            + (
+                "every target met |"
+                if all(met.values())
+                else f"targets missed: {', '.join(k for k, v in met.items() if not v)} |"
+            )
         )
     out.append("")
     if crash:
