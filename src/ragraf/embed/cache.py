@@ -106,6 +106,23 @@ class NullCache:
         return 0
 
 
+def _ensure_wal(conn: sqlite3.Connection, patience_s: float) -> None:
+    """Switch to WAL once; two processes creating the cache at the same instant may see "database is
+    locked" from the switch itself (SQLite does not always wait for it), so wait and retry."""
+    deadline = time.monotonic() + patience_s
+    delay = 0.01
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 class EmbeddingCache:
     """Vectors by content address in <directory>/embeddings.sqlite3, safe across processes."""
 
@@ -128,7 +145,7 @@ class EmbeddingCache:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _ensure_wal(conn, self.busy_timeout_s)
             # WAL + NORMAL: a power cut may lose the last batch, never corrupt the file.
             conn.execute("PRAGMA synchronous = NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
