@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,7 @@ class Index:
 
     def _index_into(self, store: Store, full: bool, lexical_only: bool, progress: Progress) -> IndexReport:
         """Both phases under the writer lock: the lexical revision, then its embeddings."""
+        t0 = time.monotonic()
         model_id, dim, why = self._model()
         report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
         embedder = self.embedder() if why is None else None
@@ -259,6 +261,7 @@ class Index:
             if warning:
                 report.warnings.append(warning)
             self._add_embedding_totals(embedder.model_id, report.embeddings)
+        report.duration_s = time.monotonic() - t0  # both phases
         return report
 
     def _totals_path(self) -> Path:
