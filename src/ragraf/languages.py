@@ -127,10 +127,12 @@ _TEST_FILE = re.compile(
 
 def language_of(path: str) -> str:
     """The language of a path, by file name then extension ('text' when unknown)."""
-    p = PurePosixPath(path)
-    if p.name in FILENAMES:
-        return FILENAMES[p.name]
-    return EXTENSIONS.get(p.suffix.lower(), "text")
+    name = path.rsplit("/", 1)[-1]
+    if name in FILENAMES:
+        return FILENAMES[name]
+    dot = name.rfind(".")
+    # A leading dot is a hidden file's name, not an extension (as pathlib reads it).
+    return EXTENSIONS.get(name[dot:].lower(), "text") if dot > 0 else "text"
 
 
 def is_test_path(path: str) -> bool:

@@ -93,7 +93,10 @@ def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | N
     moved = listing[1]
     if not moved:
         return DriftSet()
-    manifest = store.manifest(rev.rev_no)
+    # A few moved files (often just "racy" ones hashed in the same second they were written) must not
+    # cost loading the whole manifest on every read.
+    lookup = getattr(store, "manifest_entry", None)
+    manifest = {} if lookup and len(moved) <= 100 else store.manifest(rev.rev_no)
     modified, created, deleted, new_sha = [], [], [], []
     for path in moved:
         try:
@@ -102,7 +105,7 @@ def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | N
             sha = SKIPPED
         except OSError:
             return None
-        entry = manifest.get(path)
+        entry = manifest.get(path) if manifest else lookup(rev.rev_no, path)  # type: ignore[misc]
         if entry is None and sha != SKIPPED:
             created.append(path)
             new_sha.append((path, sha))
@@ -117,11 +120,20 @@ def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | N
 def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     """Compute the drift against rev and append what is new to the ledger (detected_by guard)."""
     drift = quick_drift(settings, store, rev)
-    manifest = store.manifest(rev.rev_no) if drift is None or drift else {}
+    manifest: dict[str, ManifestEntry] | None = None
     if drift is None:
+        manifest = store.manifest(rev.rev_no)
         drift = compute_drift(settings, manifest, store.stat_cache())
     if not drift:
         return GuardResult(drift, store.open_summary(rev.rev, [])[0], 0)
+    if manifest is None:
+        # A few drifted files look up their own entries rather than load the whole manifest.
+        lookup = getattr(store, "manifest_entry", None)
+        if lookup is not None and len(drift.paths) <= 100:
+            changed = (*drift.modified, *drift.deleted)
+            manifest = {p: e for p in changed if (e := lookup(rev.rev_no, p)) is not None}
+        else:
+            manifest = store.manifest(rev.rev_no)
     new_sha = dict(drift.new_sha)
     events = []
     for path in drift.created:

@@ -117,6 +117,13 @@ class SqliteStore:
         ).fetchall()
         return {row[0]: ManifestEntry(*row) for row in rows}
 
+    def manifest_entry(self, rev_no: int, path: str) -> ManifestEntry | None:
+        """One path's entry, without loading the whole manifest."""
+        row = self.db.execute(
+            "SELECT path, sha256, content_id, size FROM manifest WHERE rev_no = ? AND path = ?", (rev_no, path)
+        ).fetchone()
+        return ManifestEntry(*row) if row else None
+
     def commit_revision(self, new: NewRevision) -> Revision:
         """Insert the revision and its manifest in one transaction: visible whole or not at all."""
         created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
