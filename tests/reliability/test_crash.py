@@ -35,6 +35,11 @@ def test_after_every_kill_index_completes_and_doctor_check_passes(campaign: dict
     assert campaign["coverage_complete_after_recovery"] == runs
 
 
+def test_the_current_revision_answers_identically_after_a_kill_before_the_commit(campaign: dict) -> None:
+    assert campaign["answers_identical_when_not_committed"] == campaign["uncommitted_kills"]
+    assert campaign["cli_answers_identical"] == campaign["cli_answers_compared"]
+
+
 def test_kills_land_in_several_phases_and_leave_no_process(campaign: dict) -> None:
     assert campaign["kills"] >= 3
     assert len(campaign["landed"]) >= 2
@@ -85,5 +90,48 @@ def test_contents_left_by_a_killed_run_do_not_change_the_answers_of_the_current_
         after = [
             [(r.path, r.start_line, r.end_line) for r in idx.search(q, k=5, mode="lexical").results]
             for q in queries
+        ]
+    assert after == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: the current revision's lexical answers depend on the other retained revisions: "
+    "SqliteStore.lexical_search still ranks with BM25 over the rows of every retained revision and keeps "
+    "only the top limit*3+20 before the manifest filter, so old versions of edited files crowd out (drop) "
+    "results and reorder them; `ragraf gc` (retention) then changes the answers of the same revision",
+)
+def test_retention_does_not_change_the_answers_of_the_current_revision(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(
+        Path(sysconfig.get_paths()["stdlib"]) / "asyncio",
+        root / "asyncio",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    queries = [
+        "event loop run forever",
+        "cancel a running task",
+        "selector register file descriptor",
+        "timeout context manager",
+        "stream reader readline",
+        "create subprocess exec pipe",
+    ]
+    home = tmp_path / "home"
+    with Index.open(root, embedder="none", home=home) as idx:
+        idx.index()
+        for i, path in enumerate(sorted(root.rglob("*.py"))):
+            extra = (
+                f"\n\ndef edited_{i}(task, loop):\n    return 'cancel task loop selector timeout reader'\n"
+            )
+            path.write_text(path.read_text() + extra)
+        idx.index()  # rev-0002; rev-0001 is retained
+        before = [
+            [(r.path, r.start_line) for r in idx.search(q, k=8, mode="lexical").results] for q in queries
+        ]
+    with Index.open(root, embedder="none", home=home, keep_revisions=1) as idx:
+        idx.gc()  # drops rev-0001 only: rev-0002 and its contents are untouched
+        assert idx.revisions().results[-1]["rev"] == "rev-0002"
+        after = [
+            [(r.path, r.start_line) for r in idx.search(q, k=8, mode="lexical").results] for q in queries
         ]
     assert after == before
