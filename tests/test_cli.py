@@ -133,3 +133,21 @@ def test_bad_queries_get_clear_answers(sample: Path) -> None:
     assert any("clamped" in n for n in clamped["notes"])
     zero = cli_json("search", "retry", "-k", "0", "--root", str(sample))
     assert zero["results"] == []
+
+
+def test_the_cli_works_without_the_postgres_extra(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "for m in ('psycopg', 'psycopg_pool', 'pgvector'): sys.modules[m] = None  # not installed\n"
+        "from ragraf.cli import main\n"
+        "main(['index', '--root', sys.argv[1], '-q'])\n"
+    )
+    write(tmp_path, {"a.py": "def f():\n    return 1\n"})
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    migrate = subprocess.run([sys.executable, "-c", code.replace("'index', '--root', sys.argv[1], '-q'", "'migrate'"),
+                              str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert migrate.returncode == 1 and "ragraf[postgres]" in migrate.stderr

@@ -394,9 +394,20 @@ from ragraf.adapters.commands import register as _register_adapters  # noqa: E40
 
 _register_adapters(main)
 
-from ragraf.store.migrate import register as _register_migrate  # noqa: E402
+try:
+    from ragraf.store.migrate import register as _register_migrate
+except ImportError:  # the PostgreSQL extra is not installed
 
-_register_migrate(main)
+    @main.command("migrate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def migrate_cmd() -> None:
+        """Copy this folder's SQLite index to PostgreSQL (needs the postgres extra)."""
+        click.echo(
+            "ragraf migrate: the PostgreSQL store is not installed\n  → pip install 'ragraf[postgres]'",
+            err=True,
+        )
+        sys.exit(1)
+else:
+    _register_migrate(main)
 
 if __name__ == "__main__":
     main()
