@@ -521,7 +521,7 @@ def main() -> None:
         args.seed,
         args.keep,
     )
-    print(save_result("crash", result))
+    print(save_result("crash" if args.embedder == "fake" else f"crash-{args.embedder}", result))
     print(json.dumps({k: v for k, v in result.items() if k != "failed_runs"}, indent=2))
     raise SystemExit(0 if result["ok"] else 1)
 

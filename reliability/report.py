@@ -219,16 +219,16 @@ def render_crash_first(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_crash(r: dict[str, Any]) -> str:
+def render_crash(r: dict[str, Any], title: str = "## Crash campaign") -> str:
     runs = r["runs"]
     landed = ", ".join(f"{phase}: {n}" for phase, n in r["landed"].items())
     final = r["final"]
     lines = [
-        "## Crash campaign",
+        title,
         "",
         f"`ragraf index` on a copy of {r['corpus_files']} files of the Python standard library, {r['edits_per_run']} "
         f"files edited before each run (a comment line inserted, a function appended; files created and "
-        f"deleted), embedder: {'the fake OpenAI-shaped server (20 ms per batch of 16)' if r['embedder'] == 'fake' else r['embedder']}. "
+        f"deleted), embedder: {'the fake OpenAI-shaped server (20 ms per batch of 16)' if r['embedder'] == 'fake' else 'the default local model (MiniLM int8 on the CPU)' if r['embedder'] == 'local' else r['embedder']}. "
         "Each run is SIGKILLed (its whole process group, pool workers included) at a random instant of a "
         "phase chosen in turn; where it really landed is read from its progress lines and the index file.",
         _cmd(r),
@@ -481,6 +481,9 @@ def render() -> str:
     out.append("")
     if crash:
         out.append(render_crash(crash))
+    local = _load("crash-local")
+    if local:
+        out.append(render_crash(local, "### The same with the default (local) embedder"))
     first = _load("crash-first")
     if first:
         out.append(render_crash_first(first))
