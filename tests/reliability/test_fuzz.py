@@ -182,6 +182,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.symlink(outside, root / "link_out.txt")
     os.symlink(outside_dir, root / "dir_out")
     os.symlink(root / ".env", root / "innocent.txt")
+    os.symlink("loop_b", root / "loop_a")
+    os.symlink("loop_a", root / "loop_b")
     with Index.open(root, embedder="none", home=base / "home") as idx:
         idx.index()
     return root
@@ -213,7 +215,7 @@ def test_random_queries_answer_or_refuse_cleanly(indexed: Path, query: str, k: i
 PATH_PART = st.sampled_from(
     ["..", ".", "", "pkg", "decoder.py", "README.md", ".env", "link_out.txt", "dir_out", "f.py", "innocent.txt",
      "/", "//", "\\", "~", "~root", "/etc/passwd", "C:\\Windows", "%2e%2e", "\x00", "\n", " ", "..\\..", "pkg/..",
-     "nonexistent", "ragraf", "..%2f", "\u2024\u2024", ".git", "home", "index.db"]
+     "nonexistent", "ragraf", "..%2f", "\u2024\u2024", ".git", "home", "index.db", "loop_a", "loop_b"]
 )  # fmt: skip
 PATH = st.lists(PATH_PART, min_size=1, max_size=6).map("/".join) | st.text(max_size=60)
 
