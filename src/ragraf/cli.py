@@ -59,7 +59,19 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """`migrate` loads the PostgreSQL driver: only when asked for, not on every command's start."""
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name == "migrate" and name not in self.commands:
+            _register_migrate(self)
+        return super().get_command(ctx, name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), "migrate"})
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ragraf")
 def main() -> None:
     """ragraf: an honest, fast knowledge index of a code repository for AI coding agents."""
@@ -394,20 +406,23 @@ from ragraf.adapters.commands import register as _register_adapters  # noqa: E40
 
 _register_adapters(main)
 
-try:
-    from ragraf.store.migrate import register as _register_migrate
-except ImportError:  # the PostgreSQL extra is not installed
 
-    @main.command("migrate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    def migrate_cmd() -> None:
-        """Copy this folder's SQLite index to PostgreSQL (needs the postgres extra)."""
-        click.echo(
-            "ragraf migrate: the PostgreSQL store is not installed\n  → pip install 'ragraf[postgres]'",
-            err=True,
-        )
-        sys.exit(1)
-else:
-    _register_migrate(main)
+def _register_migrate(group: click.Group) -> None:
+    try:
+        from ragraf.store.migrate import register
+    except ImportError:  # the PostgreSQL extra is not installed
+
+        @group.command("migrate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+        def migrate_cmd() -> None:
+            """Copy this folder's SQLite index to PostgreSQL (needs the postgres extra)."""
+            click.echo(
+                "ragraf migrate: the PostgreSQL store is not installed\n  → pip install 'ragraf[postgres]'",
+                err=True,
+            )
+            sys.exit(1)
+    else:
+        register(group)
+
 
 if __name__ == "__main__":
     main()

@@ -41,10 +41,16 @@ class Settings:
     auto_reindex_max_files: int = 200
     budget_bytes: int = 16 * 1024
     lock_timeout_s: float = 600.0
+    base_branch: str = ""
+    lazy_refresh_max_files: int = 200
+    base_staleness_warn_commits: int = 50
+    # Not configuration: set for a git work tree, whose index is a view in its repository's one file.
+    view: str = ""
+    repo_key: str = ""
 
     @property
     def db_path(self) -> Path:
-        return self.home / db_name(self.root)
+        return self.home / db_name(Path(self.repo_key) if self.repo_key else self.root)
 
     def chunk_params(self) -> str:
         return f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}/facts{FACTS_VERSION}"
@@ -53,7 +59,7 @@ class Settings:
 _INT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", int)}
 _FLOAT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("float", float)}
 _BOOL_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("bool", bool)}
-_KEYS = {f.name for f in dataclasses.fields(Settings)} - {"root", "home"}
+_KEYS = {f.name for f in dataclasses.fields(Settings)} - {"root", "home", "view", "repo_key"}
 
 
 def _coerce(key: str, value: object, source: str) -> object:
@@ -108,7 +114,7 @@ def _env_settings(env: dict[str, str]) -> dict[str, object]:
 
 
 def git_dir(root: Path) -> tuple[Path, Path] | None:
-    """(common git dir, worktree top level) when root is inside a git work tree."""
+    """(common git dir, work tree top level) when root is inside a git work tree."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--git-common-dir", "--show-toplevel"],
@@ -129,11 +135,10 @@ def git_dir(root: Path) -> tuple[Path, Path] | None:
     return common, Path(lines[1]).resolve()
 
 
-def default_home(root: Path, env: dict[str, str]) -> Path:
+def default_home(root: Path, env: dict[str, str], found: tuple[Path, Path] | None) -> Path:
     """<git common dir>/ragraf in a git repository, else <root>/.ragraf; RAGRAF_HOME wins."""
     if env.get("RAGRAF_HOME"):
         return Path(env["RAGRAF_HOME"]).expanduser().resolve()
-    found = git_dir(root)
     if found is not None:
         return found[0] / "ragraf"
     return root / ".ragraf"
@@ -157,7 +162,11 @@ def load_settings(root: str | Path = ".", env: dict[str, str] | None = None, **o
     values.update(_file_settings(root_path))
     values.update(_env_settings(env))
     values.update({k: v for k, v in overrides.items() if v is not None})
-    settings = Settings(root=root_path, home=default_home(root_path, env), **values)  # type: ignore[arg-type]
+    found = git_dir(root_path)
+    if found is not None and found[1] == root_path and values.get("store", "sqlite") == "sqlite":
+        # Every work tree of a repository is a view in one index file, over one base (DESIGN §10).
+        values.update(view=str(root_path), repo_key=str(found[0].resolve()))
+    settings = Settings(root=root_path, home=default_home(root_path, env, found), **values)  # type: ignore[arg-type]
     if settings.reindex_on_drift not in ("warn", "auto", "fail"):
         raise ConfigError(
             f"reindex_on_drift = {settings.reindex_on_drift!r} is not one of warn, auto, fail",

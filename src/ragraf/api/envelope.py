@@ -49,9 +49,11 @@ class Envelope:
     truncated: dict[str, int] = field(default_factory=lambda: {"results": 0, "bytes": 0})
     notes: list[str] = field(default_factory=list)
     error: dict[str, str] | None = None
+    worktree: dict[str, Any] | None = None  # in a git work tree: its view, the base, the lazy refresh
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if out["error"] is None:
-            del out["error"]
+        for key in ("error", "worktree"):
+            if out[key] is None:
+                del out[key]
         return out

@@ -13,8 +13,17 @@ from typing import Any
 
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
+from ragraf.corpus import discover
+from ragraf.corpus.gitrepo import commits_between
 from ragraf.embed import Embedder, make_embedder
-from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError, UsageError
+from ragraf.errors import (
+    IndexCorruptError,
+    IndexMissingError,
+    LockHeldError,
+    RagrafError,
+    StoreError,
+    UsageError,
+)
 from ragraf.facts.lookup import find_definitions, find_references
 from ragraf.freshness.changes import changes_report
 from ragraf.freshness.guard import DriftSet, GuardResult, guard
@@ -22,10 +31,19 @@ from ragraf.freshness.live_read import confine, parse_spec, read_live
 from ragraf.index.embedding import embed_revision
 from ragraf.index.indexer import IndexReport, dry_run, run_index
 from ragraf.index.lock import WriterLock
+from ragraf.index.overlay import (
+    base_ref,
+    base_revision,
+    laid_over,
+    open_base,
+    plan_seed,
+    seed_view,
+    update_base,
+)
 from ragraf.index.progress import Progress
 from ragraf.languages import kind_of, language_of
 from ragraf.search.engine import run_search
-from ragraf.store import DriftEvent, FactHit, Revision, Store, open_store
+from ragraf.store import DriftEvent, FactHit, Revision, Store, open_store, view_label
 
 MAX_K = 10
 SNIPPET_MAX_CHARS = 4000
@@ -44,6 +62,7 @@ class Index:
         self._embedder: Embedder | None = None
         self._embedder_made = False
         self._query_embedder: Embedder | None = None
+        self._base_store: Store | None = None
 
     @classmethod
     def open(cls, root: str | Path = ".", **overrides: Any) -> Index:
@@ -102,9 +121,10 @@ class Index:
             return model_id, None, exc.message
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        for store in (self._store, self._base_store):
+            if store is not None:
+                store.close()
+        self._store = self._base_store = None
 
     def __enter__(self) -> Index:
         return self
@@ -114,9 +134,16 @@ class Index:
 
     def _current(self) -> Revision:
         rev = self.store().current_revision()
+        if rev is None and self.settings.view:
+            rev = self._base_revision()  # a new work tree: the base answers until its view exists
         if rev is None:
             raise IndexMissingError("the index has no revision yet", suggest="run `ragraf index`")
         return rev
+
+    def _base_revision(self) -> Revision | None:
+        if self._base_store is None:
+            self._base_store = open_base(self.settings)
+        return self._base_store.current_revision()
 
     def _capability(self, rev: Revision) -> Capability:
         """What this revision can answer with: semantic coverage is of the configured model."""
@@ -160,6 +187,12 @@ class Index:
                 f"reindex_on_drift {policy!r} is not one of {', '.join(POLICIES)}",
                 suggest="use warn, auto or fail",
             )
+        if self.settings.view:
+            rev, guarded, notes, tree = self._view_begin()
+            env = self._envelope(op, rev, guarded)
+            env.notes.extend(notes)
+            env.worktree = tree
+            return self._apply_fail(policy, rev, guarded, env)
         rev = self._current()
         guarded = guard(self.store(), self.settings, rev)
         notes: list[str] = []
@@ -177,6 +210,107 @@ class Index:
                 )
         env = self._envelope(op, rev, guarded)
         env.notes.extend(notes)
+        return self._apply_fail(policy, rev, guarded, env)
+
+    def _view_begin(self) -> tuple[Revision, GuardResult, list[str], dict[str, Any]]:
+        """A work tree's read: lay its changes over the base lazily (bounded), then guard.
+
+        A refresh that is declined (past the bound), busy (another writer) or failing never costs the
+        answer: it comes from the view as it is, or from the base when the view does not exist yet,
+        with the touched files marked."""
+        settings = self.settings
+        bound = settings.lazy_refresh_max_files
+        tree: dict[str, Any] = {"name": view_label(settings.view), "refresh": "fresh"}
+        notes: list[str] = []
+        rev = self.store().current_revision()
+        if rev is None:
+            base = self._base_revision()
+            if base is None or not base.git_head:
+                raise IndexMissingError("the index has no revision yet", suggest="run `ragraf index`")
+            seed = plan_seed(settings, base)
+            if len(seed.changed) > bound:
+                tree.update(refresh="declined", suggest="reindex", touched=len(seed.changed))
+                notes.append(
+                    f"{len(seed.changed)} files differ from the base index, over lazy_refresh_max_files={bound}: "
+                    f"answering from the base {seed.base.rev}, those files marked stale; run `ragraf index`"
+                )
+            else:
+                tree["touched"] = len(seed.changed)
+                self._refresh(tree, notes)
+            rev = self.store().current_revision()
+            if rev is None:  # declined, busy or failed: the base answers, git names what differs
+                rev = seed.base
+                guarded = GuardResult(self._touched_drift(seed.base, seed.changed), 0, 0)
+                return rev, guarded, notes, self._with_base(tree, rev, notes)
+        guarded = guard(self.store(), settings, rev)
+        if guarded.drift:
+            n = len(guarded.drift.paths)
+            if n > bound:
+                tree.update(refresh="declined", suggest="reindex")
+                notes.append(
+                    f"{n} files changed, over lazy_refresh_max_files={bound}: answering from {rev.rev}, "
+                    "marked stale; run `ragraf index`"
+                )
+            else:
+                self._refresh(tree, notes)
+                if tree["refresh"] == "refreshed":
+                    rev = self._current()
+                    guarded = guard(self.store(), settings, rev)
+        return rev, guarded, notes, self._with_base(tree, rev, notes)
+
+    def _refresh(self, tree: dict[str, Any], notes: list[str]) -> None:
+        """Index the work tree's view now if no other writer is at it: refreshed, busy or failed."""
+        try:
+            report = self.index(wait=False, update_base=False)
+        except LockHeldError as exc:
+            notes.append(f"lazy refresh skipped: {exc.message}; answering marked")
+            tree["refresh"] = "busy"
+        except RagrafError as exc:
+            notes.append(f"lazy refresh failed: {exc.message}; answering marked")
+            tree["refresh"] = "failed"
+        else:
+            assert isinstance(report, IndexReport)
+            tree["refresh"] = "refreshed"
+            tree["indexed"] = {"files_read": report.files_read, "chunks_new": report.chunks["new"]}
+
+    def _touched_drift(self, base: Revision, changed: list[str]) -> DriftSet:
+        """The drift of a work tree against the base, as git names it (nothing is read)."""
+        manifest = self.store().manifest(base.rev_no)
+        present = {
+            st.path for st in discover(self.settings.root, self.settings.max_file_bytes, changed).files
+        }
+        created = tuple(p for p in changed if p in present and p not in manifest)
+        modified = tuple(p for p in changed if p in present and p in manifest)
+        deleted = tuple(p for p in changed if p not in present and p in manifest)
+        return DriftSet(created, modified, deleted)
+
+    def _with_base(self, tree: dict[str, Any], rev: Revision, notes: list[str]) -> dict[str, Any]:
+        """The base the answer stands on, and a warning when it is far behind the base branch."""
+        base = self._base_revision()
+        if base is None:
+            return tree
+        tree.update(
+            laid_over=laid_over(rev) or rev.rev, base_rev=base.rev, base_commit=base.git_head,
+            base_branch=base.git_branch, base_behind=0,
+        )  # fmt: skip
+        ref = base_ref(self.settings) if base.git_head else None
+        if ref is None or base.git_head is None:
+            return tree
+        behind = commits_between(self.settings.root, base.git_head, ref.commit)
+        tree["base_behind"] = behind
+        limit = self.settings.base_staleness_warn_commits
+        if behind is None or behind > limit:
+            how_far = f"{behind} commits" if behind is not None else "an unknown number of commits"
+            notes.insert(
+                0,
+                f"the base index ({base.rev}, {base.git_head[:12]}) is {how_far} behind {ref.name} "
+                f"(warns past {limit}): run `ragraf index` to update it",
+            )
+        return tree
+
+    def _apply_fail(
+        self, policy: str, rev: Revision, guarded: GuardResult, env: Envelope
+    ) -> tuple[Revision, DriftSet, Envelope]:
         if guarded.drift and policy == "fail":
             env.state = "refused"
             env.error = {
@@ -206,8 +340,11 @@ class Index:
         progress: Progress | None = None,
         wait: bool = True,
         lexical_only: bool = False,
+        update_base: bool = True,
     ) -> IndexReport | dict[str, object]:
-        """(Re)index the root: one writer at a time; the previous revision answers until this commits."""
+        """(Re)index the root: one writer at a time; the previous revision answers until this commits.
+        In a git work tree the base follows the base branch first (unless update_base=False), then
+        the work tree's view is laid over it."""
         progress = progress or Progress()
         if dry_run_only:
             store = None
@@ -239,17 +376,59 @@ class Index:
                 _remove_index_files(self.settings.db_path)
                 store = open_store(self.settings, create=True)
             try:
-                return self._index_into(store, full, lexical_only, progress)
+                return self._index_into(store, full, lexical_only, progress, update_base)
             finally:
                 store.close()
         finally:
             lock.release()
 
-    def _index_into(self, store: Store, full: bool, lexical_only: bool, progress: Progress) -> IndexReport:
+    def _index_into(
+        self, store: Store, full: bool, lexical_only: bool, progress: Progress, with_base: bool = False
+    ) -> IndexReport:
         """Both phases under the writer lock: the lexical revision, then its embeddings."""
         t0 = time.monotonic()
         model_id, dim, why = self._model()
-        report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
+        base = self._index_base(model_id, dim, why, full, lexical_only, progress) if with_base else None
+        current = store.current_revision()
+        under = base_revision(self.settings) if self.settings.view and not full else None
+        # A new view, or an explicit run after the base moved: lay the work tree over the base anew.
+        if under and under.git_head and (current is None or (with_base and laid_over(current) != under.rev)):
+            report = seed_view(store, self.settings, plan_seed(self.settings, under), model_id, dim, progress)
+        else:
+            report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
+        self._embed_into(store, report, why, lexical_only, progress)
+        report.base = base
+        report.duration_s = time.monotonic() - t0  # both phases
+        return report
+
+    def _index_base(
+        self,
+        model_id: str,
+        dim: int | None,
+        why: str | None,
+        full: bool,
+        lexical_only: bool,
+        progress: Progress,
+    ) -> dict[str, object] | None:
+        """A work tree's base: the base branch's head, indexed and embedded; None without a base branch."""
+        if not self.settings.view or (ref := base_ref(self.settings)) is None:
+            return None
+        store = open_base(self.settings)
+        try:
+            report = update_base(store, self.settings, ref, model_id, dim, full, progress)
+            self._embed_into(store, report, why, lexical_only, progress)
+        finally:
+            store.close()
+        return {
+            "branch": ref.name, "commit": ref.commit, "index_rev": report.index_rev,
+            "new_revision": report.new_revision, "files": report.files, "files_read": report.files_read,
+            "chunks": report.chunks,
+            "embeddings": report.embeddings,
+        }  # fmt: skip
+
+    def _embed_into(
+        self, store: Store, report: IndexReport, why: str | None, lexical_only: bool, progress: Progress
+    ) -> None:
         embedder = self.embedder() if why is None else None
         if why is not None:
             report.embeddings = {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0}
@@ -261,8 +440,6 @@ class Index:
             if warning:
                 report.warnings.append(warning)
             self._add_embedding_totals(embedder.model_id, report.embeddings)
-        report.duration_s = time.monotonic() - t0  # both phases
-        return report
 
     def _totals_path(self) -> Path:
         return self.settings.home / f"{self.settings.db_path.stem}.embedding-totals.json"

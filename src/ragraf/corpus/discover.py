@@ -132,10 +132,12 @@ def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
     return sorted(result)
 
 
-def discover(root: Path, max_file_bytes: int) -> Discovery:
-    """List the files to index under root with their stat, and what was skipped and why."""
+def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) -> Discovery:
+    """List the files to index under root with their stat, and what was skipped and why; `paths`
+    names the candidates when the caller knows them (a commit's tree), else git or a walk finds them."""
     ragrafignore = _read_spec(root / ".ragrafignore")
-    paths = _git_paths(root)
+    if paths is None:
+        paths = _git_paths(root)
     if paths is None:
         paths = _walk_paths(root, ragrafignore)
     files: list[FileStat] = []

@@ -48,6 +48,8 @@ class IndexReport:
     new_revision: bool = False
     embeddings: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    files_read: int = 0  # files whose content was read (the rest were known by their stat)
+    base: dict[str, object] | None = None  # in a git work tree: what the base index did
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -61,9 +63,12 @@ class IndexReport:
             "full_rebuild": self.full_rebuild,
             "reason": self.reason,
             "skipped": self.skipped,
+            "files_read": self.files_read,
         }
         if self.embeddings:
             out["embeddings"] = self.embeddings
+        if self.base is not None:
+            out["base"] = self.base
         out["warnings"] = self.warnings
         return out
 
@@ -175,11 +180,17 @@ def run_index(
     dim: int | None = 0,
     full: bool = False,
     progress: Progress | None = None,
+    paths: list[str] | None = None,
+    seed: dict[str, StatEntry] | None = None,
+    stamp: tuple[str | None, str | None] | None = None,
+    base_rev: str | None = None,
 ) -> IndexReport:
     """Bring the index up to date with the disk: one new revision, or none when nothing changed.
 
     dim=None means the embedder could not say (a remote endpoint is down): the previous revision's
     dimension for the same model stands, rather than forcing a rebuild now and another one later.
+    A work tree's view over a base passes the candidate `paths`, the `seed` stat entries git vouched
+    for (their content is the base's, so they are not read), the git `stamp` and the `base_rev`.
     """
     t0 = time.monotonic()
     progress = progress or Progress()
@@ -193,7 +204,7 @@ def run_index(
         full = True
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
-    snap = snapshot.unpack(store.guard_snapshot()) if current is not None and not full else None
+    snap = snapshot.unpack(store.guard_snapshot()) if current is not None and not full and not seed else None
     listing = snapshot.quick_listing(root, snap)
     if listing is not None and not listing[1] and current is not None and current.index_version == version:
         # No folder and no file moved since the last run: nothing to read, nothing to write.
@@ -209,8 +220,9 @@ def run_index(
         found = Discovery(listing[0], [])
     else:
         stamps = dir_stamps(root)  # before listing, so a file created meanwhile still shows as drift
-        found = discover(root, settings.max_file_bytes)
+        found = discover(root, settings.max_file_bytes, paths)
     cache = store.stat_cache()
+    cache.update(seed or {})
     hashed, unindexable = hash_files(root, found.files, cache, settings, not full, progress)
     chunker = settings.chunk_params()
 
@@ -260,11 +272,14 @@ def run_index(
     chash = corpus_hash({e.path: e.sha256 for e in manifest})
 
     rev = current
-    changed = current is None or chash != current.corpus_hash or current.index_version != version
+    prior_base = current.rev.split("+", 1)[0] if current is not None and "+" in current.rev else None
+    rebased = base_rev is not None and base_rev != prior_base  # a view laid over a newer base
+    changed = current is None or chash != current.corpus_hash or current.index_version != version or rebased
     if changed:
-        head, branch = git_stamp(root)
+        head, branch = stamp or git_stamp(root)
         events = index_events(current.rev if current else None, old_manifest, manifest)
-        rev = store.commit_revision(NewRevision(chash, version, head, branch, manifest, events))
+        base_rev = base_rev or prior_base  # a view keeps the base it was laid over
+        rev = store.commit_revision(NewRevision(chash, version, head, branch, manifest, events, base_rev))
     # Every run applies retention: what a killed run stored and no revision names goes here.
     store.gc(settings.keep_revisions)
     now = time.time_ns()
@@ -275,6 +290,10 @@ def run_index(
         for hf in hashed
         if hf.read or full
     }
+    if seed:  # what git vouched for is recorded as checked when git looked, not as read now
+        fresh_stats.update(
+            (hf.stat.path, seed[hf.stat.path]) for hf in hashed if not hf.read and hf.stat.path in seed
+        )
     for st, _why in unindexable:
         fresh_stats[st.path] = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, SKIPPED, now)
     listed = {st.path for st in found.files}
@@ -286,6 +305,7 @@ def run_index(
         index_rev=rev.rev,
         corpus_hash=rev.corpus_hash,
         files={k: counts[k] for k in ("added", "modified", "deleted", "unchanged")},
+        files_read=sum(1 for hf in hashed if hf.read),
         chunks={"total": rev.chunks, "new": new_chunks},
         duration_s=time.monotonic() - t0,
         full_rebuild=full and current is not None,

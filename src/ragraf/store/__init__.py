@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ragraf.store.base import (
     ChunkHit,
     ChunkRecord,
@@ -27,7 +29,13 @@ def open_store(settings, create: bool = False) -> Store:  # type: ignore[no-unty
         return PostgresStore(settings.pg_dsn, repo_key=str(settings.root), create=create)
     from ragraf.store.sqlite import SqliteStore
 
-    return SqliteStore(settings.db_path, create=create)
+    return SqliteStore(settings.db_path, create=create, view=settings.view, label=view_label(settings.view))
+
+
+def view_label(view: str) -> str:
+    """A work tree's name in revision names: its folder's name, tamed to [A-Za-z0-9._-]."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", view.rstrip("/").rsplit("/", 1)[-1]).strip("-.")
+    return name or "tree"
 
 
 __all__ = [

@@ -169,6 +169,7 @@ class NewRevision:
     git_branch: str | None
     manifest: list[ManifestEntry]
     events: list[DriftEvent] = field(default_factory=list)
+    base_rev: str | None = None  # the base revision a work tree's view lays its own files over
 
 
 class Store(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,10 +43,13 @@ def _corrupt(path: Path, detail: str) -> IndexCorruptError:
 
 
 class SqliteStore:
-    """Store protocol over one SQLite file."""
+    """Store protocol over one SQLite file; `view` picks whose revisions and stat cache (a git work
+    tree's, named `label` in its revisions), '' the base or the only view."""
 
-    def __init__(self, path: Path, create: bool = False) -> None:
+    def __init__(self, path: Path, create: bool = False, view: str = "", label: str = "") -> None:
         self.path = path
+        self.view = view
+        self.label = label
         self._vector_cache: tuple[tuple[int, str, int, int], np.ndarray, np.ndarray] | None = None
         if not path.exists() and not create:
             raise IndexMissingError(
@@ -99,12 +103,15 @@ class SqliteStore:
 
     def current_revision(self) -> Revision | None:
         row = self.db.execute(
-            f"SELECT {_REVISION_COLUMNS} FROM revisions ORDER BY rev_no DESC LIMIT 1"
+            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT 1",
+            (self.view,),
         ).fetchone()
         return Revision(*row) if row else None
 
     def revisions(self) -> list[Revision]:
-        rows = self.db.execute(f"SELECT {_REVISION_COLUMNS} FROM revisions ORDER BY rev_no").fetchall()
+        rows = self.db.execute(
+            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE view = ? ORDER BY rev_no", (self.view,)
+        ).fetchall()
         return [Revision(*row) for row in rows]
 
     def revision(self, name: str) -> Revision | None:
@@ -120,7 +127,8 @@ class SqliteStore:
     def manifest_entry(self, rev_no: int, path: str) -> ManifestEntry | None:
         """One path's entry, without loading the whole manifest."""
         row = self.db.execute(
-            "SELECT path, sha256, content_id, size FROM manifest WHERE rev_no = ? AND path = ?", (rev_no, path)
+            "SELECT path, sha256, content_id, size FROM manifest WHERE rev_no = ? AND path = ?",
+            (rev_no, path),
         ).fetchone()
         return ManifestEntry(*row) if row else None
 
@@ -140,11 +148,12 @@ class SqliteStore:
                     f"SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE id IN ({','.join('?' * len(part))})",
                     part,
                 ).fetchone()[0]
+            name = self._revision_name(db, nxt, new.base_rev)
             db.execute(
-                f"INSERT INTO revisions ({_REVISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO revisions ({_REVISION_COLUMNS}, view) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     nxt,
-                    f"rev-{nxt:04d}",
+                    name,
                     new.corpus_hash,
                     created,
                     new.index_version,
@@ -152,6 +161,7 @@ class SqliteStore:
                     new.git_branch,
                     len(new.manifest),
                     n_chunks,
+                    self.view,
                 ),
             )
             db.executemany(
@@ -171,17 +181,27 @@ class SqliteStore:
             db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({new_chunks})", (nxt,))
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(db, new.events)
-            closer = f"rev-{nxt:04d}"
+            mine = "rev IN (SELECT rev FROM revisions WHERE view = ? AND rev_no < ?)"
             db.execute(
                 "INSERT OR IGNORE INTO drift_archive (entry_id, rev, change, path, detected_by, detected_at, "
                 "old_sha256, new_sha256, affected_nodes, affected_symbols, dedupe_key, closed_by, archived_at) "
-                f"SELECT {_LEDGER_COLUMNS}, ?, ? FROM drift_ledger",
-                (closer, created),
+                f"SELECT {_LEDGER_COLUMNS}, ?, ? FROM drift_ledger WHERE {mine}",
+                (name, created, self.view, nxt),
             )
-            db.execute("DELETE FROM drift_ledger")
-        rev = self.revision(f"rev-{nxt:04d}")
+            db.execute(f"DELETE FROM drift_ledger WHERE {mine}", (self.view, nxt))
+        rev = self.revision(name)
         assert rev is not None
         return rev
+
+    def _revision_name(self, db: sqlite3.Connection, rev_no: int, base_rev: str | None) -> str:
+        """rev-0012 for the base; rev-0012+wt-feature-x.3 for the third revision of a work tree's view."""
+        if not self.view:
+            return f"rev-{rev_no:04d}"
+        prior = db.execute(
+            "SELECT rev FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT 1", (self.view,)
+        ).fetchone()
+        seq = int(prior[0].rsplit(".", 1)[1]) + 1 if prior and "." in prior[0] else 1
+        return f"{base_rev + '+' if base_rev else ''}wt-{self.label or 'tree'}.{seq}"
 
     # contents and chunks -------------------------------------------------------------------
 
@@ -519,7 +539,8 @@ class SqliteStore:
 
     def stat_cache(self) -> dict[str, StatEntry]:
         rows = self.db.execute(
-            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache"
+            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache WHERE view = ?",
+            (self.view,),
         ).fetchall()
         make = StatEntry._make
         return {row[0]: make(row[1:]) for row in rows}
@@ -528,23 +549,28 @@ class SqliteStore:
         if not entries and not removed:
             return
         with self.transaction() as db:
-            db.executemany("DELETE FROM stat_cache WHERE path = ?", [(p,) for p in removed])
             db.executemany(
-                "INSERT OR REPLACE INTO stat_cache (path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "DELETE FROM stat_cache WHERE view = ? AND path = ?", [(self.view, p) for p in removed]
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO stat_cache (view, path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (p, e.size, e.mtime_ns, e.ctime_ns, e.inode, e.sha256, e.checked_ns)
+                    (self.view, p, e.size, e.mtime_ns, e.ctime_ns, e.inode, e.sha256, e.checked_ns)
                     for p, e in entries.items()
                 ],
             )
 
+    def _snapshot_key(self) -> str:
+        return f"guard_snapshot:{self.view}" if self.view else "guard_snapshot"
+
     def guard_snapshot(self) -> bytes | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'guard_snapshot'").fetchone()
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (self._snapshot_key(),)).fetchone()
         return bytes(row[0]) if row else None
 
     def set_guard_snapshot(self, blob: bytes) -> None:
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('guard_snapshot', ?)", (blob,))
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (self._snapshot_key(), blob))
 
     # consistency -------------------------------------------------------------------------------
 
@@ -590,15 +616,23 @@ class SqliteStore:
     # retention -----------------------------------------------------------------------------
 
     def gc(self, keep: int) -> dict[str, int]:
-        """Drop revisions beyond the last `keep` and every content no kept revision names."""
+        """Drop this view's revisions beyond the last `keep`, the views of work trees that are gone,
+        and every content no kept revision names."""
         keep = max(1, keep)
         with self.transaction() as db:
             old = [
                 r[0]
                 for r in db.execute(
-                    "SELECT rev_no FROM revisions ORDER BY rev_no DESC LIMIT -1 OFFSET ?", (keep,)
+                    "SELECT rev_no FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT -1 OFFSET ?",
+                    (self.view, keep),
                 ).fetchall()
             ]
+            views = [r[0] for r in db.execute("SELECT DISTINCT view FROM revisions WHERE view != ''")]
+            gone = [v for v in views if v != self.view and os.path.isabs(v) and not os.path.isdir(v)]
+            for view in gone:  # `git worktree remove` took the folder: its view goes with it
+                old += [r[0] for r in db.execute("SELECT rev_no FROM revisions WHERE view = ?", (view,))]
+                db.execute("DELETE FROM stat_cache WHERE view = ?", (view,))
+                db.execute("DELETE FROM meta WHERE key = ?", (f"guard_snapshot:{view}",))
             for rev_no in old:
                 db.execute("DELETE FROM manifest WHERE rev_no = ?", (rev_no,))
                 db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))

@@ -138,4 +138,24 @@ MIGRATIONS: list[str] = [
     """
     CREATE TABLE pending_fts (chunk_id INTEGER PRIMARY KEY, body TEXT NOT NULL, symbol TEXT NOT NULL);
     """,
+    # 6: views: every work tree of a git repository keeps its own revisions and stat cache in the one
+    # file, over shared contents ('' is the base, or the only view of a folder outside git).
+    """
+    ALTER TABLE revisions ADD COLUMN view TEXT NOT NULL DEFAULT '';
+    CREATE INDEX revisions_by_view ON revisions (view, rev_no);
+    CREATE TABLE stat_cache_by_view (
+        view TEXT NOT NULL,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        checked_ns INTEGER NOT NULL,
+        PRIMARY KEY (view, path)
+    ) WITHOUT ROWID;
+    INSERT INTO stat_cache_by_view SELECT '', path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache;
+    DROP TABLE stat_cache;
+    ALTER TABLE stat_cache_by_view RENAME TO stat_cache;
+    """,
 ]

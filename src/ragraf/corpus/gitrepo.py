@@ -1,0 +1,115 @@
+"""What git knows about a work tree: its base branch, the files that differ from a commit, and a
+private checkout of the base commit to index (DESIGN §10). Every answer is asked of git anew."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragraf.errors import RagrafError
+
+_TIMEOUT_S = 120
+
+
+class GitError(RagrafError):
+    code = "git_failed"
+
+
+@dataclass(frozen=True)
+class BaseRef:
+    name: str  # as configured or found: origin/main, main, master …
+    commit: str
+
+
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args],
+            cwd=cwd,
+            capture_output=True,
+            timeout=_TIMEOUT_S,
+            check=False,
+            env={**os.environ, **env} if env else None,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(
+            f"git {args[0]} failed: {exc}", suggest="check that git works in this folder"
+        ) from None
+
+
+def _names(out: bytes) -> list[str]:
+    return [p for p in out.decode("utf-8", errors="surrogateescape").split("\0") if p]
+
+
+def resolve_base(root: Path, configured: str = "") -> BaseRef | None:
+    """The base branch and its head commit: the configured one, else the remote HEAD, else main,
+    else master; None when none exists (a repository without commits, or other branch names)."""
+    candidates = [configured] if configured else []
+    if not configured:
+        remote = _git(root, "symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD")
+        if remote.returncode == 0 and remote.stdout.strip():
+            candidates.append(remote.stdout.decode().strip())
+        candidates += ["main", "master"]
+    for name in candidates:
+        out = _git(root, "rev-parse", "--verify", "-q", f"{name}^{{commit}}")
+        if out.returncode == 0:
+            return BaseRef(name, out.stdout.decode().strip())
+    return None
+
+
+def touched(root: Path, commit: str) -> list[str]:
+    """Paths whose content in the work tree may differ from commit: changed on the branch since,
+    staged, modified or deleted, and untracked files git does not ignore."""
+    diff = _git(
+        root,
+        "diff",
+        "--name-only",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--ignore-submodules",
+        commit,
+        "--",
+    )
+    if diff.returncode != 0:
+        raise GitError(
+            f"git diff against {commit[:12]} failed: {diff.stderr.decode(errors='replace').strip()}",
+            suggest="run `ragraf index` (a shallow clone may lack the base commit: `git fetch --deepen`)",
+        )
+    others = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
+    return sorted(set(_names(diff.stdout)) | set(_names(others.stdout)))
+
+
+def commits_between(root: Path, old: str, new: str) -> int | None:
+    """How many commits new has that old has not; None when git cannot tell (e.g. a shallow clone)."""
+    if old == new:
+        return 0
+    out = _git(root, "rev-list", "--count", f"{old}..{new}")
+    return int(out.stdout) if out.returncode == 0 and out.stdout.strip().isdigit() else None
+
+
+def tree_paths(common_dir: Path, commit: str) -> list[str]:
+    """Every path in the commit's tree."""
+    out = _git(common_dir, "--git-dir", str(common_dir), "ls-tree", "-r", "-z", "--name-only", commit)
+    if out.returncode != 0:
+        raise GitError(f"git ls-tree {commit[:12]} failed: {out.stderr.decode(errors='replace').strip()}")
+    return sorted(_names(out.stdout))
+
+
+def checkout(common_dir: Path, tree: Path, commit: str) -> None:
+    """Make tree hold exactly the commit's files, rewriting only those that differ (a private index
+    next to the tree remembers what is there, so the repository's own index and HEAD are untouched)."""
+    tree.mkdir(parents=True, exist_ok=True)
+    env = {
+        "GIT_DIR": str(common_dir),
+        "GIT_WORK_TREE": str(tree),
+        "GIT_INDEX_FILE": str(tree.with_name(tree.name + ".gitindex")),
+    }
+    out = _git(tree, "read-tree", "--reset", "-u", commit, env=env)
+    if out.returncode != 0:
+        raise GitError(
+            f"checking out {commit[:12]} for the base index failed: {out.stderr.decode(errors='replace').strip()}",
+            suggest=f"remove {tree} and run `ragraf index` again",
+        )

@@ -1,0 +1,144 @@
+"""Work trees over one base (DESIGN §10): the base index follows the base branch from a private
+checkout of its head; a work tree's view starts as the base's manifest with the files git says
+differ laid over it, and is then kept up to date like any index, by its own stat cache."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragraf.config import Settings
+from ragraf.corpus import discover
+from ragraf.corpus.gitrepo import BaseRef, checkout, resolve_base, touched, tree_paths
+from ragraf.errors import ConfigError
+from ragraf.index.indexer import RACY_NS, IndexReport, run_index
+from ragraf.index.progress import Progress
+from ragraf.store import Revision, StatEntry, Store
+
+# Git compared these files' content with the base commit after they were last written. With fine
+# timestamps (Linux stamps files from a clock ticking every 1-10 ms) any later write shows a later
+# mtime, so a check that came this long after the write is trusted; coarse timestamps (whole
+# seconds) keep the general racy window.
+_GIT_CHECK_MARGIN_NS = 20_000_000
+
+
+@dataclass(frozen=True)
+class Seed:
+    """What a new view starts from: the base revision and the paths that differ from it."""
+
+    base: Revision
+    changed: list[str]
+    checked_ns: int  # when git was asked
+
+
+def base_tree(settings: Settings) -> Path:
+    """The private checkout of the base commit, next to the index file."""
+    return settings.db_path.with_suffix(".base")
+
+
+def base_settings(settings: Settings) -> Settings:
+    return dataclasses.replace(settings, root=base_tree(settings), view="")
+
+
+def open_base(settings: Settings) -> Store:
+    from ragraf.store.sqlite import SqliteStore
+
+    return SqliteStore(settings.db_path, create=True)
+
+
+def update_base(
+    store: Store,
+    settings: Settings,
+    ref: BaseRef,
+    model_id: str,
+    dim: int | None,
+    full: bool,
+    progress: Progress,
+) -> IndexReport:
+    """Bring the base view to the base branch's head (no new revision when it reflects it already)."""
+    current = store.current_revision()
+    common = Path(settings.repo_key)
+    if current is None or current.git_head != ref.commit or full:
+        progress.note(f"checking out {ref.name} ({ref.commit[:12]}) for the base index")
+        checkout(common, base_tree(settings), ref.commit)
+    return run_index(
+        store,
+        base_settings(settings),
+        model_id,
+        dim,
+        full=full,
+        progress=progress,
+        paths=tree_paths(common, ref.commit),
+        stamp=(ref.commit, ref.name),
+    )
+
+
+def base_revision(settings: Settings) -> Revision | None:
+    if not settings.db_path.exists():
+        return None
+    store = open_base(settings)
+    try:
+        return store.current_revision()
+    finally:
+        store.close()
+
+
+def plan_seed(settings: Settings, base: Revision) -> Seed:
+    """The files of the work tree that differ from the base's commit, as git says now."""
+    assert base.git_head is not None
+    checked = time.time_ns()
+    return Seed(base, touched(settings.root, base.git_head), checked)
+
+
+def laid_over(rev: Revision) -> str | None:
+    """The base revision a view's revision was laid over (rev-0012 of rev-0012+wt-feature-x.3)."""
+    return rev.rev.split("+", 1)[0] if "+" in rev.rev else None
+
+
+def seed_view(
+    store: Store,
+    settings: Settings,
+    seed: Seed,
+    model_id: str,
+    dim: int | None,
+    progress: Progress,
+) -> IndexReport:
+    """The view's first revision: base entries for every file git says is unchanged (stat only,
+    never read), the touched files read, chunked and laid over them."""
+    manifest = store.manifest(seed.base.rev_no)
+    changed = set(seed.changed)
+    candidates = sorted(set(manifest) | changed)
+    found = discover(settings.root, settings.max_file_bytes, candidates)
+    vouched: dict[str, StatEntry] = {}
+    for st in found.files:
+        entry = manifest.get(st.path)
+        if entry is None or st.path in changed:
+            continue
+        age = seed.checked_ns - st.mtime_ns
+        coarse = st.mtime_ns % 1_000_000_000 == 0
+        trusted = age > RACY_NS or (age > _GIT_CHECK_MARGIN_NS and not coarse)
+        checked = max(seed.checked_ns, st.mtime_ns + RACY_NS + 1) if trusted else seed.checked_ns
+        vouched[st.path] = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, entry.sha256, checked)
+    return run_index(
+        store,
+        settings,
+        model_id,
+        dim,
+        progress=progress,
+        paths=candidates,
+        seed=vouched,
+        base_rev=seed.base.rev,
+    )
+
+
+def base_ref(settings: Settings) -> BaseRef | None:
+    """The configured base branch (an error when it does not exist), else the remote HEAD, main, master."""
+    ref = resolve_base(settings.root, settings.base_branch)
+    if ref is None and settings.base_branch:
+        raise ConfigError(
+            f"base branch {settings.base_branch!r} does not exist in this repository",
+            suggest="set RAGRAF_BASE_BRANCH to an existing branch, or unset it to use the remote HEAD, main or master",
+        )
+    return ref
