@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
 from ragraf.errors import StoreError
-from ragraf.freshness.snapshot import quick_listing, unpack
+from ragraf.freshness.snapshot import moved_files
 from ragraf.index.indexer import SKIPPED, stat_matches
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
@@ -87,10 +87,9 @@ class GuardResult:
 def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | None:
     """The drift without listing files, valid when no folder changed since the last index; None
     when the file list itself may have changed (then a full discovery is needed)."""
-    listing = quick_listing(settings.root, unpack(store.guard_snapshot()))
-    if listing is None:
+    moved = moved_files(settings.root, store.guard_snapshot())
+    if moved is None:
         return None
-    moved = listing[1]
     if not moved:
         return DriftSet()
     # A few moved files (often just "racy" ones hashed in the same second they were written) must not

@@ -36,7 +36,10 @@ def pack(stats: dict[str, StatEntry], stamps: dict[str, int], racy_ns: int) -> b
     """Paths NUL-joined, then int64 arrays; a trusted flag marks hashes taken well after the mtime."""
     paths = sorted(stats)
     rows = np.array(
-        [[s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns)] for s in map(stats.get, paths)],
+        [
+            [s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns)]
+            for s in map(stats.get, paths)
+        ],
         dtype=np.int64,
     ).reshape(len(paths), 5)
     folders = sorted(stamps)
@@ -48,8 +51,8 @@ def pack(stats: dict[str, StatEntry], stamps: dict[str, int], racy_ns: int) -> b
     ])  # fmt: skip
 
 
-def unpack(blob: bytes | None) -> GuardSnapshot | None:
-    """The snapshot, or None when absent or unreadable (the guard then lists files)."""
+def _parse(blob: bytes | None) -> tuple[list[str], np.ndarray, list[str], np.ndarray] | None:
+    """Paths, stat rows (n x 5), folders and folder mtimes, the arrays still over the blob; None when unreadable."""
     if not blob or len(blob) < _HEADER.size + 16:
         return None
     magic, n, d = _HEADER.unpack_from(blob)
@@ -57,16 +60,26 @@ def unpack(blob: bytes | None) -> GuardSnapshot | None:
         return None
     lp, lf = struct.unpack_from("<QQ", blob, _HEADER.size)
     at = _HEADER.size + 16
+    if len(blob) != at + lp + lf + n * 40 + d * 8:
+        return None
     paths = _split(blob[at : at + lp], n)
     at += lp
     folders = _split(blob[at : at + lf], d)
     at += lf
-    rows = np.frombuffer(blob, dtype=np.int64, count=n * 5, offset=at).reshape(n, 5).tolist() if n else []
-    at += n * 40
-    mtimes = np.frombuffer(blob, dtype=np.int64, count=d, offset=at).tolist() if d else []
     if len(paths) != n or len(folders) != d:
         return None
-    return GuardSnapshot(paths, rows, folders, mtimes)
+    rows = np.frombuffer(blob, dtype=np.int64, count=n * 5, offset=at).reshape(n, 5)
+    mtimes = np.frombuffer(blob, dtype=np.int64, count=d, offset=at + n * 40)
+    return paths, rows, folders, mtimes
+
+
+def unpack(blob: bytes | None) -> GuardSnapshot | None:
+    """The snapshot, or None when absent or unreadable (the guard then lists files)."""
+    parsed = _parse(blob)
+    if parsed is None:
+        return None
+    paths, rows, folders, mtimes = parsed
+    return GuardSnapshot(paths, rows.tolist(), folders, mtimes.tolist())
 
 
 IGNORE_FILES = (".gitignore", ".ragrafignore")
@@ -87,8 +100,12 @@ def quick_listing(root: Path, snap: GuardSnapshot | None) -> tuple[list[FileStat
                 return None
         for path, (size, mtime, ctime, inode, trusted) in zip(snap.paths, snap.stats, strict=True):
             st = lstat(f"{base}/{path}")
-            if not trusted or st.st_mtime_ns != mtime or st.st_size != size or st.st_ctime_ns != ctime or (
-                st.st_ino != inode
+            if (
+                not trusted
+                or st.st_mtime_ns != mtime
+                or st.st_size != size
+                or st.st_ctime_ns != ctime
+                or st.st_ino != inode
             ):
                 if path.rsplit("/", 1)[-1] in IGNORE_FILES:
                     return None  # the rules that pick files may have changed
@@ -99,3 +116,77 @@ def quick_listing(root: Path, snap: GuardSnapshot | None) -> tuple[list[FileStat
     except OSError:
         return None  # something vanished: list again
     return files, moved
+
+
+StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+
+
+@dataclass(frozen=True)
+class StatView:
+    """A snapshot laid out for the guard: absolute paths, and the stat key each file must still have."""
+
+    folders: list[str]
+    folder_mtimes: list[int]
+    files: list[str]
+    paths: list[str]  # the same files, relative to the root
+    keys: list[StatKey | None]  # None: the hash is not trusted (racy), so the file always counts as moved
+
+
+# Long-running servers guard every request; parsing the same blob again each time is wasted work.
+_VIEWS: dict[str, tuple[bytes, StatView]] = {}
+_MAX_VIEWS = 8
+
+
+def stat_view(root: Path, blob: bytes | None) -> StatView | None:
+    """The snapshot of root laid out for moved_files, parsed once per blob; None when absent or unreadable."""
+    base = str(root)
+    cached = _VIEWS.get(base)
+    if cached is not None and cached[0] == blob:
+        return cached[1]
+    parsed = _parse(blob)
+    if parsed is None or blob is None:
+        return None
+    paths, rows, folders, mtimes = parsed
+    # Column by column, zipped: a third of the time of converting row lists (100,000 files: 50 ms, not 150).
+    keys: list[StatKey | None] = list(zip(*(rows[:, j].tolist() for j in range(4)), strict=True))
+    for i in np.flatnonzero(rows[:, 4] == 0).tolist():
+        keys[i] = None
+    prefix = f"{base}/"
+    view = StatView(
+        [prefix + f if f else base for f in folders],
+        mtimes.tolist(),
+        list(map(prefix.__add__, paths)),
+        paths,
+        keys,
+    )
+    if len(_VIEWS) >= _MAX_VIEWS:
+        _VIEWS.clear()
+    _VIEWS[base] = (blob, view)
+    return view
+
+
+def moved_files(root: Path, blob: bytes | None) -> list[str] | None:
+    """The guard's check: files whose stat moved since the snapshot; None when a folder or an ignore
+    file changed, something vanished or there is no snapshot, so the files must be listed again."""
+    view = stat_view(root, blob)
+    if view is None:
+        return None
+    stat = os.stat
+    try:
+        if any(
+            stat(folder).st_mtime_ns != mtime
+            for folder, mtime in zip(view.folders, view.folder_mtimes, strict=True)
+        ):
+            return None
+        # One lstat per file is the floor; nothing else is built for the (nearly always) unchanged ones.
+        moved = [
+            i
+            for i, (st, key) in enumerate(zip(map(os.lstat, view.files), view.keys, strict=True))
+            if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != key
+        ]
+    except OSError:
+        return None  # something vanished: list again
+    paths = [view.paths[i] for i in moved]
+    if any(p.rsplit("/", 1)[-1] in IGNORE_FILES for p in paths):
+        return None  # the rules that pick files may have changed
+    return paths

@@ -1,0 +1,146 @@
+"""The guard's no-change path (snapshot parsed once per blob, one lstat per file) still catches every change."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ragraf import Index
+from ragraf.freshness import snapshot
+from ragraf.freshness.guard import guard
+
+SERVER = "src/app/server.py"
+
+
+def settled(root: Path) -> None:
+    """Date every file and folder a minute back, so the index trusts their hashes (none is racy)."""
+    past = time.time() - 60
+    for dirpath, _dirs, files in os.walk(root):
+        for name in [*files, "."]:
+            os.utime(os.path.join(dirpath, name), (past, past))
+
+
+def indexed(root: Path) -> Index:
+    settled(root)
+    idx = Index.open(root)
+    idx.index()
+    return idx
+
+
+def moved(idx: Index) -> list[str] | None:
+    return snapshot.moved_files(idx.settings.root, idx.store().guard_snapshot())
+
+
+def drift_of(idx: Index) -> dict[str, list[str]]:
+    return idx.status().results[0]["drift"]
+
+
+def test_nothing_changed_is_decided_without_listing_and_the_parsed_snapshot_is_reused(sample: Path) -> None:
+    idx = indexed(sample)
+    assert moved(idx) == []
+    view = snapshot._VIEWS[str(sample)][1]
+    assert moved(idx) == [] and snapshot._VIEWS[str(sample)][1] is view
+    assert idx.status().state == "fresh"
+
+
+def test_an_edit_with_its_mtime_put_back_is_still_caught(sample: Path) -> None:
+    idx = indexed(sample)
+    path = sample / SERVER
+    before = path.stat()
+    path.write_text(path.read_text().replace("limit", "LIMIT"))  # same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert moved(idx) == [SERVER]
+    assert drift_of(idx)["modified"] == [SERVER]
+
+
+def test_a_touched_but_unchanged_file_is_rehashed_and_not_reported(sample: Path) -> None:
+    idx = indexed(sample)
+    os.utime(sample / SERVER)
+    assert moved(idx) == [SERVER]
+    assert idx.status().state == "fresh"
+
+
+@pytest.mark.parametrize("change", ["create", "delete", "replace_by_folder"])
+def test_a_created_or_vanished_file_sends_the_guard_to_list_again(sample: Path, change: str) -> None:
+    idx = indexed(sample)
+    if change == "create":
+        (sample / "src/app/new_module.py").write_text("def brand_new():\n    return 1\n")
+    else:
+        os.remove(sample / SERVER)
+        if change == "replace_by_folder":
+            (sample / SERVER).mkdir()
+    assert moved(idx) is None
+    drift = drift_of(idx)
+    if change == "create":
+        assert drift["created"] == ["src/app/new_module.py"]
+    else:
+        assert drift["deleted"] == [SERVER]
+
+
+def test_a_file_vanishing_while_its_folder_keeps_its_mtime_is_caught(sample: Path) -> None:
+    idx = indexed(sample)
+    folder = sample / "src/app"
+    stamp = folder.stat()
+    os.remove(sample / SERVER)
+    os.utime(folder, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # the folder looks untouched
+    assert moved(idx) is None
+    assert drift_of(idx)["deleted"] == [SERVER]
+
+
+def test_an_edited_ignore_file_sends_the_guard_to_list_again(sample: Path) -> None:
+    (sample / ".gitignore").write_text("*.log\n")
+    idx = indexed(sample)
+    assert moved(idx) == []
+    ignore = sample / ".gitignore"
+    before = ignore.stat()
+    ignore.write_text("src/\n")  # same size, mtime put back: only ctime moved
+    os.utime(ignore, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert moved(idx) is None
+
+
+def test_a_file_hashed_too_soon_after_its_write_always_counts_as_moved(sample: Path) -> None:
+    settled(sample)
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# fresh\n")  # racy: written just now
+    idx = Index.open(sample)
+    idx.index()
+    assert moved(idx) == [SERVER]
+    assert moved(idx) == [SERVER]  # still, from the parsed view
+    assert idx.status().state == "fresh"
+
+
+def test_a_new_snapshot_replaces_the_parsed_one(sample: Path) -> None:
+    idx = indexed(sample)
+    assert moved(idx) == []
+    path = sample / SERVER
+    path.write_text(path.read_text() + "\n# edited\n")
+    past = time.time() - 30
+    os.utime(path, (past, past))  # not racy, so the new index trusts it
+    idx.index()
+    assert moved(idx) == []  # the old view would report the file as moved
+    store = idx.store()
+    rev = store.current_revision()
+    assert rev is not None and not guard(store, idx.settings, rev).drift
+
+
+def test_two_roots_keep_their_own_parsed_snapshots(sample: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "lib.py").write_text("def helper():\n    return 2\n")
+    a, b = indexed(sample), indexed(other)
+    assert moved(a) == [] and moved(b) == []
+    os.utime(other / "lib.py")
+    assert moved(a) == [] and moved(b) == ["lib.py"]
+
+
+def test_a_missing_or_damaged_snapshot_means_listing_again(sample: Path) -> None:
+    idx = indexed(sample)
+    blob = idx.store().guard_snapshot()
+    assert blob is not None and snapshot.unpack(blob) is not None
+    for damaged in (None, b"", b"not a snapshot", blob[:-8], blob + b"\0"):
+        snapshot._VIEWS.clear()
+        assert snapshot.moved_files(sample, damaged) is None
+        assert snapshot.unpack(damaged) is None
