@@ -62,8 +62,9 @@ def make_repo(target: Path, n_files: int) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if not SOURCE.is_dir():
         raise SystemExit(f"{SOURCE} is missing: run `python benchmarks/corpora.py` first")
-    env = {"RAGRAF_EMBEDDER": args.embedder}
     with tempfile.TemporaryDirectory(prefix="ragraf-wt-") as tmp:
+        # Each index starts from an empty embedding cache of its own, so neither borrows the other's work.
+        env = {"RAGRAF_EMBEDDER": args.embedder, "RAGRAF_CACHE_DIR": str(Path(tmp) / "cache-base")}
         repo = Path(tmp) / "repo"
         repo.mkdir()
         n = make_repo(repo, args.files)
@@ -81,7 +82,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         scratch = Path(tmp) / "scratch"
         shutil.copytree(task, scratch, ignore=shutil.ignore_patterns(".git"))
-        scratch_s, cold = ragraf(scratch, "index", env=env)
+        scratch_s, cold = ragraf(
+            scratch, "index", env={**env, "RAGRAF_CACHE_DIR": str(Path(tmp) / "cache-scratch")}
+        )
     tree = first.get("worktree") or {}
     return {
         "files": n, "touched": len(edited), "embedder": args.embedder, "load": os.getloadavg()[0],
@@ -96,7 +99,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--touched", type=int, default=10)
     parser.add_argument("--embedder", default="none")
@@ -106,15 +111,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"repository: {result['files']} files, base index {result['base_index_s']} s "
-          f"({result['base_chunks']} chunks, embedder {result['embedder']}), load {result['load']:.1f}")
-    print(f"git worktree add: {result['worktree_add_s']} s; first search (CLI): {result['first_search_s']} s "
-          f"-> {result['first_search_rev']}, top {result['first_search_top']}")
-    print(f"  lazy refresh: {result['refresh']}, indexing work {result['indexed']} for {result['touched']} touched files")
+    print(
+        f"repository: {result['files']} files, base index {result['base_index_s']} s "
+        f"({result['base_chunks']} chunks, embedder {result['embedder']}), load {result['load']:.1f}"
+    )
+    print(
+        f"git worktree add: {result['worktree_add_s']} s; first search (CLI): {result['first_search_s']} s "
+        f"-> {result['first_search_rev']}, top {result['first_search_top']}"
+    )
+    print(
+        f"  lazy refresh: {result['refresh']}, indexing work {result['indexed']} for {result['touched']} touched files"
+    )
     print(f"  a second search (CLI): {result['warm_search_cli_s']} s")
-    print(f"the same work tree indexed from scratch: {result['scratch_index_s']} s "
-          f"({result['scratch_files_read']} files read)")
-    print(f"speedup (scratch / (add + first search)): {result['speedup']}x  (target >= 50x, first answer <= 2 s)")
+    print(
+        f"the same work tree indexed from scratch: {result['scratch_index_s']} s "
+        f"({result['scratch_files_read']} files read)"
+    )
+    print(
+        f"speedup (scratch / (add + first search)): {result['speedup']}x  (target >= 50x, first answer <= 2 s)"
+    )
     return 0
 
 

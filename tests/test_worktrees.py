@@ -333,6 +333,11 @@ def test_unknown_base_branch_is_a_clear_error(repo: Path, monkeypatch: pytest.Mo
         Index.open(repo).index()
     out = run_cli("index", cwd=repo, env={"RAGRAF_BASE_BRANCH": "no-such-branch"})
     assert out.returncode == 1 and "RAGRAF_BASE_BRANCH" in out.stderr + out.stdout
+    monkeypatch.delenv("RAGRAF_BASE_BRANCH")
+    Index.open(repo).index()
+    monkeypatch.setenv("RAGRAF_BASE_BRANCH", "no-such-branch")
+    env = Index.open(repo).find_symbol("TCPConnector")  # reads still answer, and say why they cannot compare
+    assert paths(env) == ["src/app/server.py"] and "no-such-branch" in env.notes[0]
 
 
 def test_a_repository_without_a_base_branch_indexes_its_worktree_alone(tmp_path: Path) -> None:

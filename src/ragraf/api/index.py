@@ -14,7 +14,7 @@ from typing import Any
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
 from ragraf.corpus import discover
-from ragraf.corpus.gitrepo import commits_between
+from ragraf.corpus.gitrepo import BaseRef, commits_between
 from ragraf.embed import Embedder, make_embedder
 from ragraf.errors import (
     IndexCorruptError,
@@ -63,6 +63,7 @@ class Index:
         self._embedder_made = False
         self._query_embedder: Embedder | None = None
         self._base_store: Store | None = None
+        self._behind_cache: tuple[str, float, tuple[BaseRef, int | None] | None] | None = None
 
     @classmethod
     def open(cls, root: str | Path = ".", **overrides: Any) -> Index:
@@ -293,10 +294,16 @@ class Index:
             laid_over=laid_over(rev) or rev.rev, base_rev=base.rev, base_commit=base.git_head,
             base_branch=base.git_branch, base_behind=0,
         )  # fmt: skip
-        ref = base_ref(self.settings) if base.git_head else None
-        if ref is None or base.git_head is None:
+        if base.git_head is None:
             return tree
-        behind = commits_between(self.settings.root, base.git_head, ref.commit)
+        try:
+            found = self._behind(base.git_head)
+        except RagrafError as exc:  # a misconfigured base branch must not cost the answer
+            notes.insert(0, f"{exc.message} ({exc.suggest})" if exc.suggest else exc.message)
+            return tree
+        if found is None:
+            return tree
+        ref, behind = found
         tree["base_behind"] = behind
         limit = self.settings.base_staleness_warn_commits
         if behind is None or behind > limit:
@@ -307,6 +314,21 @@ class Index:
                 f"(warns past {limit}): run `ragraf index` to update it",
             )
         return tree
+
+    def _behind(self, commit: str) -> tuple[BaseRef, int | None] | None:
+        """The base branch and how many commits it is ahead of commit; asked of git at most every
+        few seconds (a long-running server answers many reads, and the warning is about dozens)."""
+        now = time.monotonic()
+        if (
+            self._behind_cache is not None
+            and self._behind_cache[0] == commit
+            and now - self._behind_cache[1] < 5
+        ):
+            return self._behind_cache[2]
+        ref = base_ref(self.settings)
+        found = (ref, commits_between(self.settings.root, commit, ref.commit)) if ref else None
+        self._behind_cache = (commit, now, found)
+        return found
 
     def _apply_fail(
         self, policy: str, rev: Revision, guarded: GuardResult, env: Envelope
