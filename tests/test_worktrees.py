@@ -354,3 +354,18 @@ def test_a_folder_outside_git_is_unchanged(sample: Path) -> None:
     assert report["index_rev"] == "rev-0001" and "base" not in report
     env = cli_json("search", "TCPConnector", "--root", str(sample))
     assert "worktree" not in env and (sample / ".ragraf").is_dir()
+
+
+def test_each_views_current_content_stays_searchable_and_consistent(repo: Path) -> None:
+    Index.open(repo).index()
+    feature = worktree(repo, "cons", "-b", "cons")
+    (feature / "src/app/server.py").write_text('class FeatureConnector:\n    """keepalive pooling"""\n')
+    Index.open(feature).index()
+    (repo / "src/app/server.py").write_text('class MainConnector:\n    """keepalive pooling"""\n')
+    Index.open(repo).index()
+    feature_hits = Index.open(feature).search("keepalive pooling", mode="lexical").results
+    main_hits = Index.open(repo).search("keepalive pooling", mode="lexical").results
+    assert "FeatureConnector" in feature_hits[0].snippet and "MainConnector" in main_hits[0].snippet
+    for root in (repo, feature):
+        check = cli_json("doctor", "--check", cwd=root)
+        assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check

@@ -94,13 +94,6 @@ def test_contents_left_by_a_killed_run_do_not_change_the_answers_of_the_current_
     assert after == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the current revision's lexical answers depend on the other retained revisions: "
-    "SqliteStore.lexical_search still ranks with BM25 over the rows of every retained revision and keeps "
-    "only the top limit*3+20 before the manifest filter, so old versions of edited files crowd out (drop) "
-    "results and reorder them; `ragraf gc` (retention) then changes the answers of the same revision",
-)
 def test_retention_does_not_change_the_answers_of_the_current_revision(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     shutil.copytree(

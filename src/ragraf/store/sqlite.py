@@ -33,6 +33,11 @@ _LEDGER_COLUMNS = (
 )
 _REVISION_COLUMNS = "rev_no, rev, corpus_hash, created_at, index_version, git_head, git_branch, files, chunks"
 ContentKey = tuple[str, str, str]  # (sha256, language, chunker)
+# Whether chunk k's content is in the newest revision of some view (what the lexical index holds).
+_CURRENT_CONTENT = (
+    "SELECT 1 FROM manifest m WHERE m.content_id = k.content_id AND m.rev_no IN "
+    "(SELECT max(rev_no) FROM revisions GROUP BY view)"
+)
 
 
 def _corrupt(path: Path, detail: str) -> IndexCorruptError:
@@ -179,6 +184,21 @@ class SqliteStore:
                 (nxt,),
             )
             db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({new_chunks})", (nxt,))
+            # Content no view's newest revision names any more leaves the lexical index for pending_fts
+            # (kept with its revision until retention drops it): BM25 statistics are those of what the
+            # current revisions hold, whatever older revisions are retained.
+            left = (
+                "SELECT content_id FROM manifest WHERE rev_no = (SELECT max(rev_no) FROM revisions "
+                "WHERE view = ? AND rev_no < ?) EXCEPT SELECT content_id FROM manifest WHERE rev_no IN "
+                "(SELECT max(rev_no) FROM revisions GROUP BY view)"
+            )
+            parked = f"SELECT id FROM chunks WHERE content_id IN ({left})"
+            db.execute(
+                "INSERT OR REPLACE INTO pending_fts (chunk_id, body, symbol) SELECT rowid, body, symbol FROM chunks_fts "
+                f"WHERE rowid IN ({parked})",
+                (self.view, nxt),
+            )
+            db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({parked})", (self.view, nxt))
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(db, new.events)
             mine = "rev IN (SELECT rev FROM revisions WHERE view = ? AND rev_no < ?)"
@@ -583,9 +603,16 @@ class SqliteStore:
             ("contents whose chunk count disagrees with their chunks",
              "SELECT count(*) FROM contents c WHERE c.n_chunks != (SELECT count(*) FROM chunks k WHERE k.content_id = c.id)",
              ()),
-            ("chunks of indexed content missing from the lexical index",
-             "SELECT count(*) FROM chunks k WHERE EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = k.content_id) "
+            ("chunks of current content missing from the lexical index",
+             f"SELECT count(*) FROM chunks k WHERE EXISTS ({_CURRENT_CONTENT}) "
              "AND NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id)", ()),
+            ("lexical rows of content no current revision names (they skew BM25)",
+             f"SELECT count(*) FROM chunks_fts f JOIN chunks k ON k.id = f.rowid WHERE NOT EXISTS ({_CURRENT_CONTENT})",
+             ()),
+            ("chunks of retained content neither searchable nor pending",
+             "SELECT count(*) FROM chunks k WHERE EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = k.content_id) "
+             "AND NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id) "
+             "AND NOT EXISTS (SELECT 1 FROM pending_fts p WHERE p.chunk_id = k.id)", ()),
             ("lexical index rows without a chunk",
              "SELECT count(*) FROM chunks_fts f WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = f.rowid)", ()),
             ("vectors without a chunk",
@@ -636,6 +663,13 @@ class SqliteStore:
             for rev_no in old:
                 db.execute("DELETE FROM manifest WHERE rev_no = ?", (rev_no,))
                 db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
+            if gone:  # what only they named leaves the lexical index
+                stray = f"SELECT k.id FROM chunks k WHERE NOT EXISTS ({_CURRENT_CONTENT})"
+                db.execute(
+                    "INSERT OR REPLACE INTO pending_fts (chunk_id, body, symbol) SELECT rowid, body, symbol "
+                    f"FROM chunks_fts WHERE rowid IN ({stray})"
+                )
+                db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({stray})")
             orphans = [
                 r[0]
                 for r in db.execute(
