@@ -352,7 +352,7 @@ def run(
                 "state_after_recovery": status.get("state"),
             }
             # A superseded revision (the killed run committed its successor) is not answered from any
-            # more; its ranking shifting is reported apart (a known bug: BM25 spans retained revisions).
+            # more: its lexical rows left the index with it, so its ranking shifting is reported apart.
             record["ok"] = (
                 record["previous_revision_intact"]
                 and (record["previous_answers_identical"] or committed)
