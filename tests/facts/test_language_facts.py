@@ -401,6 +401,32 @@ def test_multi_clause_functions_are_one_definition_spanning_every_clause() -> No
     assert (d.line, d.end_line) == (3, 6)
 
 
+@pytest.mark.parametrize("language", ["typescript", "tsx"])
+def test_declared_values_and_namespace_exports_are_definitions(language: str) -> None:
+    source = (
+        "export declare const ZodType: ZodTypeConstructor;\n"
+        "declare var process: NodeProcess;\n"
+        "export namespace z {\n"
+        "  export const version = '4';\n"
+        "  export const parse = (s: string) => s;\n"
+        "  const hidden = 1;\n"
+        "}\n"
+    )
+    found = {(d.kind, qualified_name(d), d.line) for d in extract_facts(source, language).definitions}
+    assert found == {
+        ("variable", "ZodType", 1),
+        ("variable", "process", 2),
+        ("module", "z", 3),
+        ("variable", "z.version", 4),
+        ("function", "z.parse", 5),
+    }
+
+
+def test_exported_var_is_a_definition_in_javascript() -> None:
+    found = {(d.kind, d.name) for d in extract_facts("export var legacy = 1;\n", "javascript").definitions}
+    assert found == {("variable", "legacy")}
+
+
 @pytest.mark.parametrize(
     ("language", "source", "name", "lines"),
     [

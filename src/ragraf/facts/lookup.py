@@ -1,4 +1,9 @@
-"""Fact lookups over a revision: definitions by name (exact, case-insensitive, qualified), ranked."""
+"""Fact lookups over a revision: definitions by name (exact, case-insensitive, `$` variant, qualified), ranked.
+
+Ranking is one sort key made of separate rules, strongest first, so each can be read and measured
+alone: where the file sits (source before type stubs, examples and tests), whether a newer version
+folder supersedes it, the kind of definition, whether the file is named after it, then depth.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +18,70 @@ _KIND_RANK = {
     "module": 2, "constant": 3, "variable": 4, "heading": 5,
 }  # fmt: skip
 _QUALIFIER = re.compile(r"(::|\.|#|->)")
+# Folders of code that illustrates, measures, or is kept only for compatibility or from elsewhere.
+_ASIDE_DIRS = frozenset({
+    "example", "examples", "docs", "doc", "docs_src", "demo", "demos", "sample", "samples",
+    "bench", "benches", "benchmark", "benchmarks", "deprecated", "legacy", "vendor", "vendored",
+    "third_party", "node_modules",
+})  # fmt: skip
+_STUB_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
+_VERSION_DIR = re.compile(r"v(\d+)\Z", re.IGNORECASE)
+# A package's entry file stands for its folder (`errors/index.ts`, `auth/__init__.py`, `net/mod.rs`).
+_ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
+_NAME_NOISE = re.compile(r"[_\-.$]")
+# JavaScript code marks some names with a leading `$` (zod's `$ZodType`, Svelte's `$state`).
+_SIGIL = "$"
+
+
+def path_role(path: str) -> int:
+    """0 source, 1 type stub, 2 example/doc/benchmark/legacy/vendored, 3 test."""
+    if is_test_path(path):
+        return 3
+    if any(part.lower() in _ASIDE_DIRS for part in path.split("/")[:-1]):
+        return 2
+    return 1 if path.lower().endswith(_STUB_SUFFIXES) else 0
+
+
+def superseded_paths(paths: set[str]) -> set[str]:
+    """Paths under a version folder (`v3/`) whose parent also holds a newer one (`v4/`) among `paths`.
+
+    Repositories that keep several major versions side by side (zod's src/v3 and src/v4, an
+    api/v1 beside api/v2) mean the newest when a name is asked for without a version.
+    """
+    newest: dict[str, int] = {}
+    versioned: list[tuple[str, str, int]] = []
+    for path in paths:
+        parts = path.split("/")[:-1]
+        for i, part in enumerate(parts):
+            match = _VERSION_DIR.match(part)
+            if match:
+                parent, version = "/".join(parts[:i]), int(match.group(1))
+                versioned.append((path, parent, version))
+                newest[parent] = max(newest.get(parent, version), version)
+                break
+    return {path for path, parent, version in versioned if version < newest[parent]}
+
+
+def named_after(path: str, name: str) -> bool:
+    """True when the file (or, for an entry file like index.ts, its folder) is named like `name`."""
+    p = PurePosixPath(path)
+    stem = p.name.split(".", 1)[0]
+    if stem.lower() in _ENTRY_STEMS and p.parent.name:
+        stem = p.parent.name
+    return _NAME_NOISE.sub("", stem).lower() == _NAME_NOISE.sub("", name).lower()
 
 
 def rank_definitions(hits: list[FactHit]) -> list[FactHit]:
-    """Definitions in non-test code first, then types and functions before variables, then shallow paths."""
+    """Definitions in source before stubs, examples and tests, in the newest version folder, types and
+    functions before variables, in a file named after them, then shallow paths."""
+    superseded = superseded_paths({h.path for h in hits})
     return sorted(
         hits,
         key=lambda h: (
-            is_test_path(h.path),
+            path_role(h.path),
+            h.path in superseded,
             _KIND_RANK.get(h.kind or "", 6),
+            not named_after(h.path, h.name),
             h.path.count("/"),
             h.path,
             h.line,
@@ -43,8 +103,14 @@ def _qualified(store: Store, rev_no: int, name: str) -> list[FactHit]:
     return found
 
 
+def _sigil_variant(store: Store, rev_no: int, name: str) -> list[FactHit]:
+    """`ZodType` finds `$ZodType`, and `$ZodType` finds `ZodType`, when the name itself is not defined."""
+    variant = name[len(_SIGIL) :] if name.startswith(_SIGIL) else _SIGIL + name
+    return store.find_facts(rev_no, "def", name=variant, exact=False) if variant else []
+
+
 def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit], str]:
-    """Definitions of name and how they matched: exact, case-insensitive, qualified or none."""
+    """Definitions of name and how they matched: exact, case-insensitive, as $name, qualified, module file or none."""
     name = name.strip()
     if not name:
         return [], "none"
@@ -54,6 +120,9 @@ def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit
     hits = store.find_facts(rev_no, "def", name=name, exact=False)
     if hits:
         return rank_definitions(hits), "case-insensitive"
+    hits = rank_definitions(_sigil_variant(store, rev_no, name))
+    if hits:
+        return hits, f"as {hits[0].name}"
     hits = _qualified(store, rev_no, name)
     if hits:
         return rank_definitions(hits), "qualified"
@@ -68,7 +137,9 @@ def _modules(store: Store, rev_no: int, name: str) -> list[FactHit]:
     for path in store.manifest(rev_no):
         stem = PurePosixPath(path).stem.lower()
         if stem == wanted and PurePosixPath(path).suffix not in (".md", ".txt", ".json", ".rst"):
-            found.append(FactHit("def", PurePosixPath(path).stem, "module", path, 1, 1, 1, None, None, False, None))
+            found.append(
+                FactHit("def", PurePosixPath(path).stem, "module", path, 1, 1, 1, None, None, False, None)
+            )
     return found
 
 

@@ -23,6 +23,7 @@ _BASE_QUERY = f"""
 (program (lexical_declaration (variable_declarator name: (identifier)) @def.var))
 (program (variable_declaration (variable_declarator name: (identifier)) @def.var))
 (program (export_statement (lexical_declaration (variable_declarator name: (identifier)) @def.var)))
+(program (export_statement (variable_declaration (variable_declarator name: (identifier)) @def.var)))
 (call_expression function: (identifier) @call)
 (call_expression function: (member_expression property: (_) @call))
 (new_expression constructor: (identifier) @call)
@@ -56,6 +57,18 @@ _JSX_QUERY = """
 
 JS_QUERY = _BASE_QUERY + _JSX_QUERY + "(class_heritage (identifier) @name)\n"
 
+# `declare const X: T` (type declarations, .d.ts files) and `export const` inside a namespace
+# define values as much as a top-level `const` does.
+_TS_DECLARED_VALUES = """
+(program (ambient_declaration [(lexical_declaration (variable_declarator name: (identifier)) @def.var)
+                               (variable_declaration (variable_declarator name: (identifier)) @def.var)]))
+(program (export_statement (ambient_declaration
+  [(lexical_declaration (variable_declarator name: (identifier)) @def.var)
+   (variable_declaration (variable_declarator name: (identifier)) @def.var)])))
+(internal_module body: (statement_block (export_statement
+  (lexical_declaration (variable_declarator name: (identifier)) @def.var))))
+"""
+
 TS_QUERY = (
     _BASE_QUERY
     + """
@@ -70,6 +83,7 @@ TS_QUERY = (
 (function_signature) @def.function
 (type_identifier) @ref
 """
+    + _TS_DECLARED_VALUES
 )
 
 
