@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from support import cli_json, run_cli, write
@@ -143,11 +145,21 @@ def test_the_cli_works_without_the_postgres_extra(tmp_path: Path) -> None:
         "main(['index', '--root', sys.argv[1], '-q'])\n"
     )
     write(tmp_path, {"a.py": "def f():\n    return 1\n"})
-    import subprocess
-    import sys
-
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     migrate = subprocess.run([sys.executable, "-c", code.replace("'index', '--root', sys.argv[1], '-q'", "'migrate'"),
                               str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 1 and "ragraf[postgres]" in migrate.stderr
+
+
+def test_commands_other_than_migrate_do_not_load_the_postgres_driver(sample: Path) -> None:
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom ragraf.cli import main\n"
+        "r = CliRunner().invoke(main, ['index', '--root', sys.argv[1], '-q'])\n"
+        "assert r.exit_code == 0 and 'psycopg' not in sys.modules, r.output\n"
+        "r = CliRunner().invoke(main, ['search', 'f', '--root', sys.argv[1]])\n"
+        "assert r.exit_code == 0 and 'psycopg' not in sys.modules, r.output\n"
+        "assert 'migrate' in CliRunner().invoke(main, ['--help']).output\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(sample)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
