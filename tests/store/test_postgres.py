@@ -372,10 +372,91 @@ def test_hnsw_search_agrees_with_the_exact_scan(open_pg, monkeypatch: pytest.Mon
 
         register_vector(conn)
         plan = conn.execute(
-            psycopg.sql.SQL("EXPLAIN ") + pg.hnsw_query(model_id, dim),
-            (query, store.repo_id, store.repo_id, rev.rev_no, query, 10),
+            psycopg.sql.SQL("EXPLAIN ") + pg.with_paths(pg.hnsw_query(model_id, dim)),
+            {"vec": query, "repo": store.repo_id, "rev": rev.rev_no, "limit": 10},
         ).fetchall()
     assert any(f"vectors_hnsw_m{model_id}" in row[0] for row in plan), plan
+
+
+def test_hnsw_search_answers_like_the_exact_scan_with_every_path_and_no_other_repository(
+    open_pg, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    dim, n = 8, 300
+    rng = np.random.default_rng(11)
+    stores, revs = [], []
+    for name in ("a", "b"):  # one model, so one HNSW graph holds both repositories' vectors
+        store = open_pg()
+        chunks = [ChunkRecord(i, i + 1, i + 1, None, f"{name} {i}", f"{name} {i}") for i in range(n)]
+        content = ContentBundle((sha(name), "text", CHUNKER), chunks, [], "unsupported")
+        cid = store.add_contents([content])[content.key]
+        manifest = [ManifestEntry(path, sha(name), cid, 1) for path in (f"{name}.txt", f"copy/{name}.txt")]
+        rev = store.commit_revision(NewRevision(name, "v", None, None, manifest))
+        matrix = rng.normal(size=(n, dim)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        missing = store.chunks_missing_vectors(rev.rev_no, "shared8", n)
+        store.add_vectors("shared8", [(c.chunk_id, matrix[i].tobytes()) for i, c in enumerate(missing)], dim)
+        stores.append(store)
+        revs.append(rev)
+    a = stores[0]
+    query = unit("near a", dim).tobytes()
+    exact = a.vector_search(revs[0].rev_no, "shared8", query, dim, 5)
+    monkeypatch.setattr(pg, "EXACT_VECTOR_MAX", 0)
+    approx = a.vector_search(revs[0].rev_no, "shared8", query, dim, 5)
+    # A hit per path of each of the 5 chunks, best first, ties by path.
+    assert len(approx) == 10 and {h.path for h in approx} == {"a.txt", "copy/a.txt"}
+    key = [(h.chunk_id, h.path, h.start_line, h.text, round(h.score, 5)) for h in approx]
+    assert key == [(h.chunk_id, h.path, h.start_line, h.text, round(h.score, 5)) for h in exact]
+    assert pg.hnsw_ef_search(40) > 40  # a margin for the candidates the revision test drops
+
+
+def test_better_chunks_of_other_revisions_are_passed_over_not_counted(
+    open_pg, settings: Settings, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # Revision 1 has many chunks that outscore everything revision 2 holds; a search of
+    # revision 2 must look past all of them and still fill its answer, as SQLite does.
+    old = {
+        f"old/f{i}.py": f"def needle_{i}():\n    return 'needle needle needle needle'\n" for i in range(40)
+    }
+    new = {f"new/g{i}.py": f"def other_{i}():\n    return 'needle and {i} others'\n" for i in range(6)}
+    sqlite = SqliteStore(tmp_path / "index.db", create=True)
+    answers = []
+    for store in (sqlite, open_pg()):
+        first_rev = commit_files(store, settings, old)
+        rev = commit_files(store, settings, new)
+        first = lexical_candidates(store, first_rev.rev_no, "needle", 3)
+        answers.append((paths(first), paths(store.lexical_search('"needle"', rev.rev_no, 4))))
+    sqlite.close()
+    assert all(p.startswith("old/") for p in answers[1][0])
+    assert len(answers[1][1]) == 4 and all(p.startswith("new/") for p in answers[1][1])
+    assert answers[0][1] == answers[1][1]
+
+
+def test_the_lexical_pending_list_stays_short_under_many_commits(open_pg) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    with psycopg.connect(store.dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+    rng = np.random.default_rng(3)
+    for commit in range(4):  # about 1 MB of new postings, far past the 64 kB bound
+        chunks = [
+            ChunkRecord(i, i + 1, i + 1, None, text, text)
+            for i, text in enumerate(
+                " ".join(f"w{commit}x{v}" for v in rng.integers(0, 10**6, size=120)) for _ in range(300)
+            )
+        ]
+        content = ContentBundle((sha(f"pending {commit}"), "text", CHUNKER), chunks, [], "unsupported")
+        ids = store.add_contents([content])
+        store.commit_revision(
+            NewRevision(
+                f"p{commit}", "v", None, None, [ManifestEntry("p.txt", content.key[0], ids[content.key], 1)]
+            )
+        )
+    with psycopg.connect(store.dsn) as conn:
+        pending = conn.execute("SELECT pending_pages FROM pgstatginindex('ragraf.chunks_tsv')").fetchone()
+        options = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE oid = 'ragraf.chunks_tsv'::regclass"
+        ).fetchone()
+    assert pending is not None and pending[0] <= 64 // 8 + 1
+    assert options is not None and "gin_pending_list_limit=64" in options[0]
 
 
 def test_content_with_nul_bytes_is_stored_not_refused(open_pg, settings: Settings) -> None:  # type: ignore[no-untyped-def]

@@ -516,8 +516,9 @@ class PostgresStore:
             self._insert_drift(conn, new.events)
             self._archive_ledger(conn, rev.rev, created)
             # The planner's statistics should know the new revision when readers first ask about
-            # it; ANALYZE samples a bounded number of rows and its statistics commit with us.
-            conn.execute("ANALYZE manifest")
+            # it; ANALYZE samples a bounded number of rows and its statistics commit with us. Only
+            # the columns a new revision changes (schema 4 keeps their sample small).
+            conn.execute("ANALYZE manifest (repo_id, rev_no)")
         return rev
 
     def _copy_manifest(self, conn: psycopg.Connection, rev_no: int, entries: Sequence[ManifestEntry]) -> None:
@@ -761,15 +762,24 @@ class PostgresStore:
         among chunks matching an essential term."""
         # Per term, tf = body hits + 4 x symbol hits (ts_rank_cd, weights D=.25 A=1, one term per
         # call, times 4), and idf * tf * (k1+1) / (tf + K) is written idf * (k1+1) * (1 - K / (tf + K))
-        # so each term's tf is computed once; K = k1 * (1 - b + b * length / avgdl).
+        # so each term's tf is computed once; K = k1 * (1 - b + b * length / avgdl). A chunk
+        # without a one-word term scores 0 for it, which a lookup in its tsvector tells at a
+        # fraction of ts_rank_cd's cost.
+        tf = sql.SQL("ts_rank_cd('{{0.25, 0.25, 0.25, 1}}', c.tsv, {q}::tsquery, 0)")
+        word_tf = sql.SQL("CASE WHEN c.tsv @@ {q}::tsquery THEN {tf} ELSE 0 END")
         term = sql.SQL(
             "{idf} * (1 - (%(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)) / "
-            "(4 * ts_rank_cd('{{0.25, 0.25, 0.25, 1}}', c.tsv, {q}::tsquery, 0) "
-            "+ %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)))"
+            "(4 * {tf} + %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)))"
         )
-        score = sql.SQL(" + ").join(
-            term.format(idf=sql.Placeholder(f"idf{i}"), q=sql.Placeholder(f"q{i}")) for i in range(len(terms))
-        )
+        parts = []
+        for i, t in enumerate(terms):
+            q = sql.Placeholder(f"q{i}")
+            rank = tf.format(q=q)
+            parts.append(
+                term.format(
+                    idf=sql.Placeholder(f"idf{i}"), tf=word_tf.format(q=q, tf=rank) if t[1] == 1 else rank
+                )
+            )
         params: dict[str, object] = {
             "repo": self.repo_id,
             "rev": rev_no,
@@ -778,26 +788,26 @@ class PostgresStore:
             "b": BM25_B,
             "avgdl": avgdl,
             "limit": limit,
+            "over": limit * 3 + 20,  # chunks, over-fetched as SQLite does, for contents at several paths
         }
         for i, (t, w) in enumerate(zip(terms, idf, strict=True)):
             params[f"q{i}"] = t[0]
             params[f"idf{i}"] = w
-        # The candidates come from the GIN index alone and the revision test is a hash of the
-        # revision's contents built once (OFFSET 0 keeps the planner from turning it into a join
-        # it might drive from the manifest side). Chunks first (over-fetched as SQLite does, for
-        # contents at several paths), then their paths.
-        params["over"] = limit * 3 + 20
+        # Candidates come from the GIN index alone, scored and sorted; the revision test then
+        # probes the manifest only for the best of them, in order, until `over` pass (the
+        # retained revisions share most contents, so that is seldom many more). OFFSET 0 keeps
+        # the planner from merging the steps or driving the test from the manifest side.
         query = sql.SQL(
-            "WITH top AS MATERIALIZED ("
+            "WITH top AS MATERIALIZED (SELECT s.* FROM ("
             " SELECT c.id, c.content_id, c.start_line, (%(k1)s + 1) * ({score}) AS score FROM chunks c"
-            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery AND c.content_id IN (SELECT content_id"
-            " FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s OFFSET 0)"
-            " ORDER BY score DESC LIMIT %(over)s"
+            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery ORDER BY score DESC OFFSET 0) s"
+            " WHERE EXISTS (SELECT 1 FROM manifest m WHERE m.repo_id = %(repo)s AND m.rev_no = %(rev)s"
+            " AND m.content_id = s.content_id OFFSET 0) LIMIT %(over)s"
             ") SELECT t.id, m.path, t.start_line, t.score, m.sha256, c.end_line, c.symbol, c.text FROM top t "
             "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s "
             "AND content_id = t.content_id OFFSET 0) m JOIN chunks c ON c.id = t.id "
             "ORDER BY t.score DESC, m.path, t.start_line LIMIT %(limit)s"
-        ).format(score=score)
+        ).format(score=sql.SQL(" + ").join(parts))
         return conn.execute(query, params).fetchall()
 
     # facts --------------------------------------------------------------------------------------
@@ -1073,48 +1083,42 @@ class PostgresStore:
             return []
         vec = np.frombuffer(query, dtype=np.float32)
         if self.count_chunks(rev_no) <= EXACT_VECTOR_MAX:
-            best = self._rows(
-                "SELECT v.chunk_id, v.embedding <=> %s AS distance FROM vectors v "
+            nearest = sql.SQL(
+                "SELECT v.chunk_id, v.embedding <=> %(vec)s AS distance FROM vectors v "
                 "JOIN chunks c ON c.id = v.chunk_id "
-                "WHERE v.model_id = %s AND v.repo_id = %s AND c.content_id IN (SELECT content_id FROM manifest "
-                "WHERE repo_id = %s AND rev_no = %s OFFSET 0) "
-                "ORDER BY distance, v.chunk_id LIMIT %s",
-                (vec, model_id, self.repo_id, self.repo_id, rev_no, limit),
+                "WHERE v.model_id = %(model)s AND v.repo_id = %(repo)s AND c.content_id IN (SELECT content_id "
+                "FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s OFFSET 0) "
+                "ORDER BY distance, v.chunk_id LIMIT %(limit)s"
             )
+            params = {"vec": vec, "model": model_id, "repo": self.repo_id, "rev": rev_no, "limit": limit}
+            rows = self._rows(with_paths(nearest), params)
         else:
-            best = self._hnsw_search(model_id, dim, vec, rev_no, limit)
-        if not best:
-            return []
-        score = {int(chunk_id): 1.0 - float(distance) for chunk_id, distance in best}
-        # From the few chunks to their paths (OFFSET 0 keeps the per-chunk probe), whatever the
-        # planner believes about a revision it has no statistics for yet.
-        rows = self._rows(
-            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM chunks c "
-            "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %s AND rev_no = %s "
-            "AND content_id = c.content_id OFFSET 0) m WHERE c.id = ANY(%s)",
-            (self.repo_id, rev_no, list(score)),
-        )
-        hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], score[r[0]], r[6]) for r in rows]
+            rows = self._hnsw_search(model_id, dim, vec, rev_no, limit)
+        hits = [ChunkHit(r[0], r[2], r[3], r[4], r[5], r[6], 1.0 - float(r[1]), r[7]) for r in rows]
         hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
         return hits
 
     def _hnsw_search(
         self, model_id: int, dim: int, vec: np.ndarray, rev_no: int, limit: int
     ) -> list[tuple[Any, ...]]:
-        query = hnsw_query(model_id, dim)
+        query = with_paths(hnsw_query(model_id, dim))
+        params = {"vec": vec, "repo": self.repo_id, "rev": rev_no, "limit": limit}
 
         def run(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
-            with conn.transaction():
+            # One round trip for the settings, the search and the transaction around them.
+            with conn.pipeline(), conn.transaction():
                 conn.execute(
-                    # enable_sort off: the only ordered path left is the HNSW index, whatever the statistics say.
+                    # enable_sort off: the only ordered path left is the HNSW index, whatever the
+                    # statistics say.
                     "SELECT set_config('hnsw.ef_search', %s, true), "
-                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('enable_sort', 'off', true)",
-                    (str(min(1000, max(40, limit))),),
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('enable_sort', 'off', true)",
+                    (str(hnsw_ef_search(limit)),),
                 )
-                return conn.execute(query, (vec, self.repo_id, self.repo_id, rev_no, vec, limit)).fetchall()
+                cur = conn.execute(query, params)
+            return cur.fetchall()
 
-        # relaxed_order may return neighbours slightly out of order.
-        return sorted(self._read(run), key=lambda r: (r[1], r[0]))
+        return self._read(run)
 
     # stat cache ---------------------------------------------------------------------------------
 
@@ -1277,8 +1281,15 @@ def _entry(row: tuple[Any, ...]) -> DriftEntry:
     return DriftEntry(*row[:8], list(row[8]), list(row[9]), row[10], closed)
 
 
+def hnsw_ef_search(limit: int) -> int:
+    """Candidates the HNSW search keeps: a margin over `limit`, so the few that fail the
+    repository and revision test rarely send it back into the graph (an iterative scan costs
+    about as much again)."""
+    return min(1000, max(40, limit + limit // 2))
+
+
 def hnsw_query(model_id: int, dim: int) -> sql.Composed:
-    """Nearest chunks of one revision by the model's HNSW index; params: query, repo, repo, rev, query, limit."""
+    """Nearest chunks of one revision by the model's HNSW index; named params: vec, repo, rev, limit."""
     # The expression and the model predicate must match the partial index's literally, so both
     # numbers are spelled in the SQL; they come from our own models table. OFFSET 0 keeps the
     # revision test a per-candidate lookup (two index probes) instead of a join the planner could
@@ -1286,9 +1297,25 @@ def hnsw_query(model_id: int, dim: int) -> sql.Composed:
     # pass it.
     typed = sql.SQL("vector({})").format(sql.Literal(dim))
     return sql.SQL(
-        "SELECT v.chunk_id, v.embedding::{t} <=> %s::{t} AS distance FROM vectors v "
-        "WHERE v.model_id = {m} AND v.repo_id = %s AND EXISTS (SELECT 1 FROM manifest m "
-        "WHERE m.repo_id = %s AND m.rev_no = %s "
+        "SELECT v.chunk_id, v.embedding::{t} <=> %(vec)s::{t} AS distance FROM vectors v "
+        "WHERE v.model_id = {m} AND v.repo_id = %(repo)s AND EXISTS (SELECT 1 FROM manifest m "
+        "WHERE m.repo_id = %(repo)s AND m.rev_no = %(rev)s "
         "AND m.content_id = (SELECT c.content_id FROM chunks c WHERE c.id = v.chunk_id) OFFSET 0) "
-        "ORDER BY v.embedding::{t} <=> %s::{t} LIMIT %s"
+        "ORDER BY v.embedding::{t} <=> %(vec)s::{t} LIMIT %(limit)s"
     ).format(t=typed, m=sql.Literal(model_id))
+
+
+def with_paths(nearest: sql.Composable) -> sql.Composed:
+    """The nearest chunks (chunk_id, distance) with their paths in the revision, in one statement.
+
+    Rows: chunk id, distance, path, start line, end line, symbol, text, sha256; a content stored
+    at several paths gives a row per path. OFFSET 0 keeps the per-chunk probe of the manifest,
+    whatever the planner believes about a revision it has no statistics for yet.
+    """
+    return sql.SQL(
+        "WITH best AS MATERIALIZED ({}) "
+        "SELECT b.chunk_id, b.distance, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 "
+        "FROM best b JOIN chunks c ON c.id = b.chunk_id "
+        "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s "
+        "AND content_id = c.content_id OFFSET 0) m"
+    ).format(nearest)
