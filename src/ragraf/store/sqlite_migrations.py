@@ -140,8 +140,8 @@ MIGRATIONS: list[str] = [
     """,
     # 6: views: every work tree of a git repository keeps its own revisions and stat cache in the one
     # file, over shared contents ('' is the base, or the only view of a folder outside git); the
-    # lexical index holds only what the current revision names (older revisions' rows wait in
-    # pending_fts), so retention never changes BM25 statistics.
+    # lexical index holds only what the current revisions name, older revisions' rows have an index
+    # of their own, so retention never changes the current answers' BM25 statistics.
     """
     ALTER TABLE revisions ADD COLUMN view TEXT NOT NULL DEFAULT '';
     CREATE INDEX revisions_by_view ON revisions (view, rev_no);
@@ -159,10 +159,13 @@ MIGRATIONS: list[str] = [
     INSERT INTO stat_cache_by_view SELECT '', path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache;
     DROP TABLE stat_cache;
     ALTER TABLE stat_cache_by_view RENAME TO stat_cache;
-    INSERT OR REPLACE INTO pending_fts (chunk_id, body, symbol)
+    CREATE VIRTUAL TABLE chunks_fts_retained USING fts5 (
+        body, symbol, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO chunks_fts_retained (rowid, body, symbol)
         SELECT f.rowid, f.body, f.symbol FROM chunks_fts f JOIN chunks k ON k.id = f.rowid
         WHERE NOT EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = k.content_id
                           AND m.rev_no = (SELECT max(rev_no) FROM revisions));
-    DELETE FROM chunks_fts WHERE rowid IN (SELECT chunk_id FROM pending_fts);
+    DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks_fts_retained);
     """,
 ]
