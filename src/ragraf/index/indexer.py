@@ -204,15 +204,16 @@ def run_index(
         full = True
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
-    snap = snapshot.unpack(store.guard_snapshot()) if current is not None and not full and not seed else None
-    listing = snapshot.quick_listing(root, snap)
-    if listing is not None and not listing[1] and current is not None and current.index_version == version:
+    blob = store.guard_snapshot() if current is not None and not full and not seed else None
+    if current is not None and blob is not None and snapshot.moved_files(root, blob) == []:
         # No folder and no file moved since the last run: nothing to read, nothing to write.
         return IndexReport(
             index_rev=current.rev, corpus_hash=current.corpus_hash,
             files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
             chunks={"total": current.chunks, "new": 0}, duration_s=time.monotonic() - t0, reason=reason,
         )  # fmt: skip
+    snap = snapshot.unpack(blob)
+    listing = snapshot.quick_listing(root, snap)
     old_manifest = store.manifest(current.rev_no) if current else {}
     if listing is not None and snap is not None:
         # Folders unchanged: the last listing stands; only moved files are read below.
