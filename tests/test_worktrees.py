@@ -369,3 +369,22 @@ def test_each_views_current_content_stays_searchable_and_consistent(repo: Path) 
     for root in (repo, feature):
         check = cli_json("doctor", "--check", cwd=root)
         assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+
+
+def test_merge_and_rebase_answer_from_what_the_disk_holds_after(repo: Path) -> None:
+    Index.open(repo).index()
+    feature = worktree(repo, "mr", "-b", "mr")
+    write(feature, {"src/app/feature.py": "def feature_only():\n    pass\n"})
+    commit_all(feature, "feature")
+    write(repo, {"src/app/mainline.py": "def mainline_only():\n    pass\n"})
+    commit_all(repo, "mainline")
+    idx = Index.open(feature)
+    assert paths(idx.find_symbol("mainline_only")) == []
+    git(feature, "merge", "-q", "--no-edit", "main")
+    assert paths(idx.find_symbol("mainline_only")) == ["src/app/mainline.py"]
+    git(feature, "reset", "-q", "--hard", "HEAD~1")  # undo the merge, then rebase onto main instead
+    assert paths(idx.find_symbol("mainline_only")) == []
+    git(feature, "rebase", "-q", "main")
+    env = idx.find_symbol("mainline_only")
+    assert paths(env) == ["src/app/mainline.py"] and env.state == "fresh"
+    assert paths(idx.find_symbol("feature_only")) == ["src/app/feature.py"]
