@@ -235,3 +235,13 @@ def test_killed_indexer_leaves_the_previous_revision_and_the_next_run_completes(
     assert final["files"]["unchanged"] + final["files"]["modified"] == 1500
     hits = Index.open(root).search("changed_42", k=3).results
     assert hits and hits[0].path == "pkg12/mod_42.py"
+
+
+def test_a_new_file_with_the_content_of_an_unchanged_one_is_listed_once_each(tmp_path: Path) -> None:
+    write(tmp_path, {"a.py": "def same():\n    return 1\n", "b.py": "x = 1\n"})
+    idx = Index.open(tmp_path)
+    idx.index()
+    write(tmp_path, {"copy_of_a.py": "def same():\n    return 1\n"})
+    report = idx.index()
+    assert report.files == {"added": 1, "modified": 0, "deleted": 0, "unchanged": 2}
+    assert sorted(r["path"] for r in idx.find_symbol("same").results) == ["a.py", "copy_of_a.py"]

@@ -229,6 +229,7 @@ def run_index(
 
     manifest: list[ManifestEntry] = []
     need: dict[tuple[str, str, str], HashedFile] = {}
+    fresh: list[HashedFile] = []  # the files whose content this run must find or store
     counts: Counter[str] = Counter()
     for hf in hashed:
         path = hf.stat.path
@@ -244,6 +245,7 @@ def run_index(
                 manifest.append(ManifestEntry(path, hf.sha256, old.content_id, hf.stat.size))
                 continue
         need.setdefault((hf.sha256, language, chunker), hf)
+        fresh.append(hf)
     seen_paths = {hf.stat.path for hf in hashed}
     counts["deleted"] = sum(1 for p in old_manifest if p not in seen_paths)
 
@@ -265,9 +267,10 @@ def run_index(
     ids.update(store.add_contents(batch))
     progress.done()
 
-    for hf in hashed:
+    # Only the files above: an unchanged file whose content a new file shares is in the manifest already.
+    for hf in fresh:
         key = (hf.sha256, language_of(hf.stat.path), chunker)
-        if key in need and key in ids:
+        if key in ids:
             manifest.append(ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size))
     manifest.sort(key=lambda e: e.path)
     chash = corpus_hash({e.path: e.sha256 for e in manifest})
