@@ -388,3 +388,11 @@ def test_merge_and_rebase_answer_from_what_the_disk_holds_after(repo: Path) -> N
     env = idx.find_symbol("mainline_only")
     assert paths(env) == ["src/app/mainline.py"] and env.state == "fresh"
     assert paths(idx.find_symbol("feature_only")) == ["src/app/feature.py"]
+
+
+def test_worktrees_off_indexes_each_work_tree_on_its_own(repo: Path) -> None:
+    report = cli_json("index", cwd=repo, env={"RAGRAF_WORKTREES": "0"})
+    assert report["index_rev"] == "rev-0001" and "base" not in report
+    assert not list((repo / ".git" / "ragraf").glob("*.base"))
+    env = cli_json("def", "TCPConnector", cwd=repo, env={"RAGRAF_WORKTREES": "0"})
+    assert "worktree" not in env and env["results"][0]["path"] == "src/app/server.py"

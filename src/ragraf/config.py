@@ -41,6 +41,7 @@ class Settings:
     auto_reindex_max_files: int = 200
     budget_bytes: int = 16 * 1024
     lock_timeout_s: float = 600.0
+    worktrees: bool = True  # git work trees share one index: a base and a view per work tree
     base_branch: str = ""
     lazy_refresh_max_files: int = 200
     base_staleness_warn_commits: int = 50
@@ -163,7 +164,8 @@ def load_settings(root: str | Path = ".", env: dict[str, str] | None = None, **o
     values.update(_env_settings(env))
     values.update({k: v for k, v in overrides.items() if v is not None})
     found = git_dir(root_path)
-    if found is not None and found[1] == root_path and values.get("store", "sqlite") == "sqlite":
+    shared = values.get("worktrees", True) and values.get("store", "sqlite") == "sqlite"
+    if found is not None and found[1] == root_path and shared:
         # Every work tree of a repository is a view in one index file, over one base (DESIGN §10).
         values.update(view=str(root_path), repo_key=str(found[0].resolve()))
     settings = Settings(root=root_path, home=default_home(root_path, env, found), **values)  # type: ignore[arg-type]
