@@ -41,6 +41,7 @@ class Settings:
     auto_reindex_max_files: int = 200
     budget_bytes: int = 16 * 1024
     lock_timeout_s: float = 600.0
+    watch: bool = True  # long-running processes skip the guard's stat pass while the kernel reports nothing
     worktrees: bool = True  # git work trees share one index: a base and a view per work tree
     base_branch: str = ""
     lazy_refresh_max_files: int = 200

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sqlite3
 from dataclasses import dataclass
 
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
 from ragraf.errors import StoreError
-from ragraf.freshness.snapshot import moved_files
+from ragraf.freshness import watch
+from ragraf.freshness.snapshot import moved_files, stat_view
 from ragraf.index.indexer import SKIPPED, stat_matches
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
@@ -84,10 +86,38 @@ class GuardResult:
     affected_symbols: int
 
 
+def _moved(settings: Settings, store: Store) -> list[str] | None:
+    """The snapshot's files whose stat moved: the stat pass, skipped in a long-running process while
+    the kernel reports nothing under the root (watch.py)."""
+    if not settings.watch:
+        return moved_files(settings.root, store.guard_snapshot())
+    digest_of = getattr(store, "guard_snapshot_digest", None)
+    digest = digest_of() if digest_of is not None else None
+    blob = None if digest is not None else store.guard_snapshot()
+    if digest is None:
+        if blob is None:
+            return None
+        digest = hashlib.sha1(blob).digest()
+
+    def snapshot_blob() -> bytes | None:
+        nonlocal blob
+        if blob is None:
+            blob = store.guard_snapshot()
+        return blob
+
+    def folders() -> list[str] | None:
+        view = stat_view(settings.root, snapshot_blob())
+        return view.folders if view is not None else None
+
+    return watch.moved_since(
+        str(settings.root), digest, lambda: moved_files(settings.root, snapshot_blob()), folders
+    )
+
+
 def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | None:
     """The drift without listing files, valid when no folder changed since the last index; None
     when the file list itself may have changed (then a full discovery is needed)."""
-    moved = moved_files(settings.root, store.guard_snapshot())
+    moved = _moved(settings, store)
     if moved is None:
         return None
     if not moved:

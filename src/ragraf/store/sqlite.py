@@ -596,9 +596,20 @@ class SqliteStore:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (self._snapshot_key(),)).fetchone()
         return bytes(row[0]) if row else None
 
+    def guard_snapshot_digest(self) -> bytes | None:
+        """sha1 of the snapshot, written with it: a long-running guard compares 20 bytes, not the blob."""
+        row = self.db.execute(
+            "SELECT value FROM meta WHERE key = ?", (self._snapshot_key() + ":sha1",)
+        ).fetchone()
+        return bytes(row[0]) if row else None
+
     def set_guard_snapshot(self, blob: bytes) -> None:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (self._snapshot_key(), blob))
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (self._snapshot_key() + ":sha1", hashlib.sha1(blob).digest()),
+            )
 
     # consistency -------------------------------------------------------------------------------
 

@@ -1,0 +1,121 @@
+"""A long-running process skips the guard's stat pass while inotify reports nothing under the root."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support import write
+
+from ragraf import Index
+from ragraf.freshness import guard as guard_module
+from ragraf.freshness import watch
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+SERVER = "src/app/server.py"
+
+
+@pytest.fixture
+def passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the guard's stat passes."""
+    calls: list[int] = []
+    real = guard_module.moved_files
+
+    def counted(root: Path, blob: bytes | None) -> list[str] | None:
+        calls.append(1)
+        return real(root, blob)
+
+    monkeypatch.setattr(guard_module, "moved_files", counted)
+    return calls
+
+
+def trusted_index(root: Path) -> Index:
+    """Index files dated well before now, so their hashes are trusted and the stat pass decides."""
+    old = time.time() - 3600
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, (old, old))
+    idx = Index.open(root)
+    idx.index()
+    return idx
+
+
+def test_reads_skip_the_stat_pass_until_something_changes(sample: Path, passes: list[int]) -> None:
+    idx = trusted_index(sample)
+    for _ in range(6):
+        assert idx.search("TCPConnector").state == "fresh"
+    assert len(passes) == 2  # the first read, then the one that armed the watch
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# edited\n")
+    env = idx.search("TCPConnector")
+    assert env.state == "drifted" and [w.path for w in env.stale_warnings] == [SERVER]
+    assert len(passes) == 3
+    assert idx.search("TCPConnector").state == "drifted"  # nothing new: the last pass's answer stands
+
+
+def test_created_deleted_and_touched_files_are_seen(sample: Path) -> None:
+    idx = trusted_index(sample)
+    idx.status()
+    idx.status()  # armed
+    write(sample, {"src/new_pkg/fresh.py": "def fresh():\n    pass\n"})
+    assert [w.path for w in idx.status().stale_warnings] == ["src/new_pkg/fresh.py"]
+    (sample / "src/new_pkg/fresh.py").write_text(
+        "def fresher():\n    pass\n"
+    )  # in a folder born after the snapshot
+    assert idx.status().state == "drifted"
+    (sample / "src/new_pkg/fresh.py").unlink()
+    (sample / "src/new_pkg").rmdir()
+    (sample / "src/app/retry.py").unlink()
+    env = idx.status()
+    assert [(w.path, w.suggest) for w in env.stale_warnings] == [("src/app/retry.py", "reindex")]
+
+
+def test_a_reindex_watches_the_new_folders_too(sample: Path) -> None:
+    idx = trusted_index(sample)
+    idx.status()
+    idx.status()
+    write(sample, {"lib/deep/mod.py": "def deep():\n    pass\n"})
+    idx.index()
+    assert idx.status().state == "fresh"
+    assert idx.status().state == "fresh"
+    (sample / "lib/deep/mod.py").write_text("def deeper():\n    pass\n")
+    assert [w.path for w in idx.status().stale_warnings] == ["lib/deep/mod.py"]
+
+
+def test_off_or_without_inotify_every_read_stats(
+    sample: Path, passes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = trusted_index(sample)
+    monkeypatch.setenv("RAGRAF_WATCH", "0")
+    off = Index.open(sample)
+    for _ in range(3):
+        off.status()
+    assert len(passes) == 3
+    monkeypatch.setattr(watch, "_LIBC", None)
+    for _ in range(3):
+        idx.status()
+    assert len(passes) == 6
+    (sample / SERVER).write_text("class Gone:\n    pass\n")
+    assert idx.status().state == "drifted" and off.status().state == "drifted"
+
+
+def test_a_watch_the_kernel_refuses_falls_back_to_stat(
+    sample: Path, passes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class NoWatches:
+        def inotify_init1(self, flags: int) -> int:
+            return os.open(os.devnull, os.O_RDONLY)
+
+        def inotify_add_watch(self, fd: int, path: bytes, mask: int) -> int:
+            return -1  # ENOSPC: fs.inotify.max_user_watches reached
+
+    monkeypatch.setattr(watch, "_LIBC", NoWatches())
+    idx = trusted_index(sample)
+    for _ in range(4):
+        assert idx.status().state == "fresh"
+    assert len(passes) == 4
+    (sample / SERVER).write_text("class Edited:\n    pass\n")
+    assert idx.status().state == "drifted"
