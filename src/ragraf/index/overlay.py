@@ -13,7 +13,7 @@ from ragraf.config import Settings
 from ragraf.corpus import discover
 from ragraf.corpus.gitrepo import BaseRef, checkout, resolve_base, touched, tree_paths
 from ragraf.errors import ConfigError
-from ragraf.index.indexer import RACY_NS, IndexReport, run_index
+from ragraf.index.indexer import RACY_NS, IndexReport, index_version, run_index
 from ragraf.index.progress import Progress
 from ragraf.store import Revision, StatEntry, Store
 
@@ -59,6 +59,21 @@ def update_base(
 ) -> IndexReport:
     """Bring the base view to the base branch's head (no new revision when it reflects it already)."""
     current = store.current_revision()
+    version = index_version(settings, model_id, dim or 0)
+    if dim is None and current is not None and current.index_version.startswith(f"{model_id}|dim="):
+        version = current.index_version  # the embedder cannot say now: what the base has stands
+    if (
+        current is not None
+        and current.git_head == ref.commit
+        and current.index_version == version
+        and not full
+    ):
+        # The private checkout is ragraf's alone: at the same commit it holds the same files.
+        return IndexReport(
+            index_rev=current.rev, corpus_hash=current.corpus_hash,
+            files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
+            chunks={"total": current.chunks, "new": 0}, duration_s=0.0,
+        )  # fmt: skip
     common = Path(settings.repo_key)
     if current is None or current.git_head != ref.commit or full:
         progress.note(f"checking out {ref.name} ({ref.commit[:12]}) for the base index")
