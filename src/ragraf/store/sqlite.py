@@ -193,11 +193,13 @@ class SqliteStore:
             db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({new_chunks})", (nxt,))
             # The current revisions' content is searched on its own (BM25 statistics of what they hold,
             # whatever older revisions are retained); older revisions' rows move to chunks_fts_retained.
+            # Only content new to this view can come back (a revert to what an older revision held).
             back = (
-                "SELECT rowid FROM chunks_fts_retained WHERE rowid IN (SELECT c.id FROM chunks c "
-                "WHERE c.content_id IN (SELECT content_id FROM manifest WHERE rev_no = ?))"
+                "SELECT id FROM chunks WHERE content_id IN (SELECT content_id FROM manifest WHERE rev_no = ? "
+                "EXCEPT SELECT content_id FROM manifest WHERE rev_no = "
+                "(SELECT max(rev_no) FROM revisions WHERE view = ? AND rev_no < ?))"
             )
-            _move_rows(db, "chunks_fts_retained", "chunks_fts", back, (nxt,))
+            _move_rows(db, "chunks_fts_retained", "chunks_fts", back, (nxt, self.view, nxt))
             left = (
                 "SELECT content_id FROM manifest WHERE rev_no = (SELECT max(rev_no) FROM revisions "
                 "WHERE view = ? AND rev_no < ?) EXCEPT SELECT content_id FROM manifest WHERE rev_no IN "
@@ -723,12 +725,14 @@ class SqliteStore:
 def _move_rows(
     db: sqlite3.Connection, source: str, target: str, rowids: str, args: tuple[object, ...]
 ) -> None:
-    """Move the lexical rows whose rowid the rowids query selects from one FTS table to the other."""
-    db.execute(
-        f"INSERT INTO {target} (rowid, body, symbol) SELECT rowid, body, symbol FROM {source} WHERE rowid IN ({rowids})",
-        args,
+    """Move the lexical rows of the chunks the rowids query selects from one FTS table to the other
+    (those the source does not hold are left alone)."""
+    ids = db.execute(rowids, args).fetchall()
+    db.executemany(
+        f"INSERT INTO {target} (rowid, body, symbol) SELECT rowid, body, symbol FROM {source} WHERE rowid = ?",
+        ids,
     )
-    db.execute(f"DELETE FROM {source} WHERE rowid IN ({rowids})", args)
+    db.executemany(f"DELETE FROM {source} WHERE rowid = ?", ids)
 
 
 def dedupe_key(e: DriftEvent) -> str:
