@@ -85,31 +85,18 @@ def unpack(blob: bytes | None) -> GuardSnapshot | None:
 IGNORE_FILES = (".gitignore", ".ragrafignore")
 
 
-def quick_listing(root: Path, snap: GuardSnapshot | None) -> tuple[list[FileStat], list[str]] | None:
-    """Every file of the last listing with its stat now, and those whose stat moved; None when a
-    folder or an ignore file changed, so the files must be listed again."""
-    if snap is None:
-        return None
-    base = str(root)
-    stat, lstat = os.stat, os.lstat
+def listing_after(
+    root: Path, snap: GuardSnapshot, moved: list[str]
+) -> tuple[list[FileStat], list[str]] | None:
+    """Every file of the last listing with its stat, when moved_files has just named the moved ones:
+    only those are stat'ed again
+    (a file that moves meanwhile keeps its old stat in the cache, so the next guard still sees it)."""
+    again = set(moved)
     files: list[FileStat] = []
-    moved: list[str] = []
     try:
-        for folder, mtime in zip(snap.folders, snap.folder_mtimes, strict=True):
-            if stat(f"{base}/{folder}" if folder else base).st_mtime_ns != mtime:
-                return None
-        for path, (size, mtime, ctime, inode, trusted) in zip(snap.paths, snap.stats, strict=True):
-            st = lstat(f"{base}/{path}")
-            if (
-                not trusted
-                or st.st_mtime_ns != mtime
-                or st.st_size != size
-                or st.st_ctime_ns != ctime
-                or st.st_ino != inode
-            ):
-                if path.rsplit("/", 1)[-1] in IGNORE_FILES:
-                    return None  # the rules that pick files may have changed
-                moved.append(path)
+        for path, (size, mtime, ctime, inode, _trusted) in zip(snap.paths, snap.stats, strict=True):
+            if path in again:
+                st = os.lstat(f"{root}/{path}")
                 files.append(FileStat(path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
             else:
                 files.append(FileStat(path, size, mtime, ctime, inode))

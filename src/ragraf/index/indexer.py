@@ -205,7 +205,8 @@ def run_index(
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
     blob = store.guard_snapshot() if current is not None and not full and not seed else None
-    if current is not None and blob is not None and snapshot.moved_files(root, blob) == []:
+    moved = snapshot.moved_files(root, blob) if current is not None and blob is not None else None
+    if moved == []:
         # No folder and no file moved since the last run: nothing to read, nothing to write.
         return IndexReport(
             index_rev=current.rev, corpus_hash=current.corpus_hash,
@@ -213,7 +214,7 @@ def run_index(
             chunks={"total": current.chunks, "new": 0}, duration_s=time.monotonic() - t0, reason=reason,
         )  # fmt: skip
     snap = snapshot.unpack(blob)
-    listing = snapshot.quick_listing(root, snap)
+    listing = snapshot.listing_after(root, snap, moved) if snap is not None and moved is not None else None
     old_manifest = store.manifest(current.rev_no) if current else {}
     if listing is not None and snap is not None:
         # Folders unchanged: the last listing stands; only moved files are read below.
@@ -222,8 +223,8 @@ def run_index(
     else:
         stamps = dir_stamps(root)  # before listing, so a file created meanwhile still shows as drift
         found = discover(root, settings.max_file_bytes, paths)
-    cache = store.stat_cache()
-    cache.update(seed or {})
+    stored = store.stat_cache()
+    cache = {**stored, **seed} if seed else stored
     hashed, unindexable = hash_files(root, found.files, cache, settings, not full, progress)
     chunker = settings.chunk_params()
 
@@ -301,9 +302,12 @@ def run_index(
     for st, _why in unindexable:
         fresh_stats[st.path] = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, SKIPPED, now)
     listed = {st.path for st in found.files}
-    removed = [p for p in cache if p not in listed]
+    removed = [p for p in stored if p not in listed]
     store.update_stat_cache(fresh_stats, removed)
-    store.set_guard_snapshot(snapshot.pack(store.stat_cache(), stamps, RACY_NS))
+    after = {**stored, **fresh_stats}  # what the stat cache now holds, without reading it back
+    for path in removed:
+        del after[path]
+    store.set_guard_snapshot(snapshot.pack(after, stamps, RACY_NS))
     assert rev is not None
     return IndexReport(
         index_rev=rev.rev,
