@@ -46,16 +46,24 @@ def _names(out: bytes) -> list[str]:
 def resolve_base(root: Path, configured: str = "") -> BaseRef | None:
     """The base branch and its head commit: the configured one, else the remote HEAD, else main,
     else master; None when none exists (a repository without commits, or other branch names)."""
-    candidates = [configured] if configured else []
-    if not configured:
-        remote = _git(root, "symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD")
-        if remote.returncode == 0 and remote.stdout.strip():
-            candidates.append(remote.stdout.decode().strip())
-        candidates += ["main", "master"]
-    for name in candidates:
-        out = _git(root, "rev-parse", "--verify", "-q", f"{name}^{{commit}}")
-        if out.returncode == 0:
-            return BaseRef(name, out.stdout.decode().strip())
+    if configured:
+        out = _git(root, "rev-parse", "--verify", "-q", f"{configured}^{{commit}}")
+        return BaseRef(configured, out.stdout.decode().strip()) if out.returncode == 0 else None
+    # One question for all three: the remote HEAD (a symbolic ref), main, master.
+    out = _git(
+        root, "for-each-ref", "--format=%(refname:short)%00%(objectname)%00%(symref:short)",
+        "refs/remotes/origin/HEAD", "refs/heads/main", "refs/heads/master",
+    )  # fmt: skip
+    refs = {}
+    for line in out.stdout.decode(errors="replace").splitlines():
+        name, commit, target = (line.split("\0") + ["", ""])[:3]
+        refs[name] = (commit, target)
+    remote = refs.get("origin/HEAD") or refs.get("origin")
+    if remote is not None:
+        return BaseRef(remote[1] or "origin/HEAD", remote[0])
+    for name in ("main", "master"):
+        if name in refs:
+            return BaseRef(name, refs[name][0])
     return None
 
 

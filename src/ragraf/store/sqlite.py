@@ -234,14 +234,18 @@ class SqliteStore:
     # contents and chunks -------------------------------------------------------------------
 
     def content_ids(self, keys: list[ContentKey]) -> dict[ContentKey, int]:
+        """The stored ids of these contents, asked 500 hashes at a time."""
+        wanted = set(keys)
         found: dict[ContentKey, int] = {}
-        for sha, language, chunker in keys:
-            row = self.db.execute(
-                "SELECT id FROM contents WHERE sha256 = ? AND language = ? AND chunker = ?",
-                (sha, language, chunker),
-            ).fetchone()
-            if row:
-                found[(sha, language, chunker)] = row[0]
+        shas = sorted({key[0] for key in wanted})
+        for i in range(0, len(shas), 500):
+            part = shas[i : i + 500]
+            for row_id, *key in self.db.execute(
+                f"SELECT id, sha256, language, chunker FROM contents WHERE sha256 IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                if tuple(key) in wanted:
+                    found[tuple(key)] = row_id  # type: ignore[index]
         return found
 
     def add_contents(self, items: list[ContentBundle]) -> dict[ContentKey, int]:
