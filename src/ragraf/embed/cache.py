@@ -201,6 +201,15 @@ class EmbeddingCache:
                     ],
                 )
 
+    def probe(self) -> None:
+        """Open the file and read a row: raises DatabaseError when it is not a cache any more (cheap,
+        unlike stats(), which walks every vector)."""
+        with self._lock:
+            conn = self._connect()
+            conn.execute(
+                "SELECT m.id, v.key FROM models m LEFT JOIN vectors v ON v.model = m.id LIMIT 1"
+            ).fetchall()
+
     def stats(self) -> CacheStats:
         """Counts and sizes per model."""
         with self._lock:
@@ -277,7 +286,7 @@ def open_cache(settings: Settings) -> EmbeddingCache | NullCache:
     cache = EmbeddingCache(default_cache_dir(settings))
     for attempt in range(2):
         try:
-            cache.stats()
+            cache.probe()
             return cache
         except sqlite3.DatabaseError as exc:
             if attempt or isinstance(exc, sqlite3.OperationalError):
