@@ -271,9 +271,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             idx.close()
             idx = Index.open(root, embedder="none", home=str(home))  # a reader, as a fresh agent would have
             if hasattr(idx, "status"):  # every read op starts with the freshness guard: show its share
-                guard = [timed(idx.status)[0] * 1000 for _ in range(args.repeat)]
-                figures.append(Figure("status_ms", "status (the freshness guard alone)",
-                                      statistics.median(guard), "ms"))
+                # The first read of a process stats every file (what a one-shot command pays); from
+                # the second on, a long-running process watches the folders and stats only on change.
+                first = timed(idx.status)[0] * 1000
+                warm = [timed(idx.status)[0] * 1000 for _ in range(max(20, args.repeat))][1:]
+                figures.append(Figure("status_first_ms", "status, first read of a process (stat pass)", first, "ms"))
+                figures.append(Figure("status_ms", "status, later reads (watched; p50)", statistics.median(warm), "ms"))
             lat_nl = search_latencies(idx, nl, "lexical", args.repeat)
             lat_id = search_latencies(idx, ident, "lexical", args.repeat)
             lat = lat_nl + lat_id
