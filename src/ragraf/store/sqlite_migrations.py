@@ -139,9 +139,7 @@ MIGRATIONS: list[str] = [
     CREATE TABLE pending_fts (chunk_id INTEGER PRIMARY KEY, body TEXT NOT NULL, symbol TEXT NOT NULL);
     """,
     # 6: views: every work tree of a git repository keeps its own revisions and stat cache in the one
-    # file, over shared contents ('' is the base, or the only view of a folder outside git); the
-    # lexical index holds only what the current revisions name, older revisions' rows have an index
-    # of their own, so retention never changes the current answers' BM25 statistics.
+    # file, over shared contents ('' is the base, or the only view of a folder outside git).
     """
     ALTER TABLE revisions ADD COLUMN view TEXT NOT NULL DEFAULT '';
     CREATE INDEX revisions_by_view ON revisions (view, rev_no);
@@ -159,13 +157,17 @@ MIGRATIONS: list[str] = [
     INSERT INTO stat_cache_by_view SELECT '', path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache;
     DROP TABLE stat_cache;
     ALTER TABLE stat_cache_by_view RENAME TO stat_cache;
+    """,
+    # 7: the lexical index holds only what the current revisions name; older revisions' rows have an
+    # index of their own, so retention never changes the current answers' BM25 statistics.
+    """
     CREATE VIRTUAL TABLE chunks_fts_retained USING fts5 (
         body, symbol, tokenize = 'porter unicode61 remove_diacritics 2'
     );
     INSERT INTO chunks_fts_retained (rowid, body, symbol)
         SELECT f.rowid, f.body, f.symbol FROM chunks_fts f JOIN chunks k ON k.id = f.rowid
         WHERE NOT EXISTS (SELECT 1 FROM manifest m WHERE m.content_id = k.content_id
-                          AND m.rev_no = (SELECT max(rev_no) FROM revisions));
+                          AND m.rev_no IN (SELECT max(rev_no) FROM revisions GROUP BY view));
     DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks_fts_retained);
     """,
 ]
