@@ -36,7 +36,10 @@ def embed_revision(
     model, dim = embedder.model_id, embedder.dim
     cache = open_cache(settings)
     total = _missing_count(store, rev_no, model)
+    mark = getattr(store, "mark_covered", None)  # lets later reads skip counting the vectors
     if not total:
+        if mark is not None:
+            mark(rev_no, model)
         return dict(counts), None
     batches = -(-total // max(1, settings.embed_batch_size))
     progress.note(f"embedding {total} chunks in {batches} batches ({model})")
@@ -86,6 +89,8 @@ def embed_revision(
             close()
     if warning:
         progress.note(warning)
+    elif mark is not None and store.vector_coverage(rev_no, model) >= 1.0:
+        mark(rev_no, model)
     return dict(counts), warning
 
 

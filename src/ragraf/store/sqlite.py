@@ -63,6 +63,7 @@ class SqliteStore:
         self.view = view
         self.label = label
         self._vector_cache: tuple[tuple[int, str, int, int], np.ndarray, np.ndarray] | None = None
+        self._covered: set[tuple[int, str]] = set()
         if not path.exists() and not create:
             raise IndexMissingError(
                 f"no index yet for this folder (looked for {path})", suggest="run `ragraf index` first"
@@ -519,6 +520,13 @@ class SqliteStore:
             )
 
     def vector_coverage(self, rev_no: int, model: str) -> float:
+        """The share of the revision's chunks with a vector of model; a revision once fully embedded
+        stays so (its content never changes), which the indexer records (mark_covered)."""
+        if (rev_no, model) in self._covered:
+            return 1.0
+        if self.db.execute("SELECT 1 FROM meta WHERE key = ?", (_covered_key(rev_no, model),)).fetchone():
+            self._covered.add((rev_no, model))
+            return 1.0
         row = self.db.execute(
             "SELECT count(DISTINCT c.id), count(DISTINCT v.chunk_id) FROM manifest m "
             "JOIN chunks c ON c.content_id = m.content_id "
@@ -526,10 +534,22 @@ class SqliteStore:
             (model, rev_no),
         ).fetchone()
         total, covered = row
+        if covered == total:
+            self._covered.add((rev_no, model))
         return 1.0 if not total else covered / total
+
+    def mark_covered(self, rev_no: int, model: str) -> None:
+        """Record that every chunk of the revision has a vector of model (the writer says so)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (_covered_key(rev_no, model),)
+            )
 
     def _matrix(self, rev_no: int, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, unit vectors) of a revision, cached while the revision and its coverage hold."""
+        cached = self._vector_cache
+        if cached is not None and cached[0][:3] == (rev_no, model, dim) and (rev_no, model) in self._covered:
+            return cached[1], cached[2]  # fully embedded when cached: nothing can have been added since
         count = self.db.execute(
             "SELECT count(*) FROM vectors v WHERE v.model = ? AND v.chunk_id IN "
             "(SELECT c.id FROM manifest m JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ?)",
@@ -691,6 +711,7 @@ class SqliteStore:
             for rev_no in old:
                 db.execute("DELETE FROM manifest WHERE rev_no = ?", (rev_no,))
                 db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
+                db.execute("DELETE FROM meta WHERE key LIKE ?", (_covered_key(rev_no, "%"),))
             if gone:  # what only they named leaves the lexical index
                 stray = f"SELECT k.id FROM chunks k WHERE NOT EXISTS ({_CURRENT_CONTENT})"
                 _move_rows(db, "chunks_fts", "chunks_fts_retained", stray, ())
@@ -724,6 +745,10 @@ class SqliteStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _covered_key(rev_no: int, model: str) -> str:
+    return f"covered:{rev_no}:{model}"
 
 
 def _move_rows(

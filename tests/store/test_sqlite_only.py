@@ -1,4 +1,4 @@
-"""An index written by an older ragraf is migrated in place, step by step, and keeps answering."""
+"""Behaviour of the SQLite store alone: migrating an older index in place, and remembering coverage."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     idx.close()
     # Take the file back to schema 6, as a ragraf of that day left it (every lexical row in chunks_fts).
     db = sqlite3.connect(db_path)
-    db.execute("INSERT INTO chunks_fts (rowid, body, symbol) SELECT rowid, body, symbol FROM chunks_fts_retained")
+    db.execute(
+        "INSERT INTO chunks_fts (rowid, body, symbol) SELECT rowid, body, symbol FROM chunks_fts_retained"
+    )
     db.execute("DROP TABLE chunks_fts_retained")
     db.execute("PRAGMA user_version = 6")
     db.commit()
@@ -35,3 +37,25 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     db.close()
     check = idx.doctor(check=True).to_dict()
     assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+
+
+def test_a_fully_embedded_revision_is_remembered_until_retention_drops_it(tmp_path: Path) -> None:
+    from store.sample_index import commit_files
+
+    from ragraf.config import load_settings
+    from ragraf.store.sqlite import SqliteStore
+
+    settings = load_settings(tmp_path)
+    store = SqliteStore(tmp_path / "index.db", create=True)
+    rev = commit_files(store, settings, SAMPLE)
+    chunks = store.chunks_missing_vectors(rev.rev_no, "m", 1000)
+    store.add_vectors("m", [(c.chunk_id, bytes(16)) for c in chunks[:-1]], 4)
+    assert store.vector_coverage(rev.rev_no, "m") < 1.0
+    store.add_vectors("m", [(chunks[-1].chunk_id, bytes(16))], 4)
+    store.mark_covered(rev.rev_no, "m")
+    other = SqliteStore(tmp_path / "index.db")  # another process's handle reads the record, not the vectors
+    other.db.execute("DELETE FROM vectors")  # (only to prove it: the count would now say 0)
+    assert other.vector_coverage(rev.rev_no, "m") == 1.0
+    commit_files(store, settings, {**SAMPLE, "extra.py": "x = 1\n"})
+    store.gc(1)
+    assert not store.db.execute("SELECT count(*) FROM meta WHERE key LIKE 'covered:%'").fetchone()[0]
