@@ -32,6 +32,7 @@ from ragraf.index.embedding import embed_revision
 from ragraf.index.indexer import IndexReport, dry_run, run_index
 from ragraf.index.lock import WriterLock
 from ragraf.index.overlay import (
+    Seed,
     base_ref,
     base_revision,
     laid_over,
@@ -63,6 +64,7 @@ class Index:
         self._embedder_made = False
         self._query_embedder: Embedder | None = None
         self._base_store: Store | None = None
+        self._seed: Seed | None = None  # what a read just asked git, for the refresh it starts
         self._behind_cache: tuple[str, float, tuple[BaseRef, int | None] | None] | None = None
 
     @classmethod
@@ -228,7 +230,7 @@ class Index:
             base = self._base_revision()
             if base is None or not base.git_head:
                 raise IndexMissingError("the index has no revision yet", suggest="run `ragraf index`")
-            seed = plan_seed(settings, base)
+            seed = self._seed = plan_seed(settings, base)  # the refresh below lays this one
             if len(seed.changed) > bound:
                 tree.update(refresh="declined", suggest="reindex", touched=len(seed.changed))
                 notes.append(
@@ -415,7 +417,10 @@ class Index:
         under = base_revision(self.settings) if self.settings.view and not full else None
         # A new view, or an explicit run after the base moved: lay the work tree over the base anew.
         if under and under.git_head and (current is None or (with_base and laid_over(current) != under.rev)):
-            report = seed_view(store, self.settings, plan_seed(self.settings, under), model_id, dim, progress)
+            seed = self._seed if self._seed is not None and self._seed.base == under else None
+            self._seed = None
+            seed = seed or plan_seed(self.settings, under)
+            report = seed_view(store, self.settings, seed, model_id, dim, progress)
         else:
             report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
         self._embed_into(store, report, why, lexical_only, progress)

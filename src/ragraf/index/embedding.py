@@ -78,8 +78,8 @@ def embed_revision(
             counts.update(result.counts())
             for position, why in result.failures[:5]:
                 progress.note(f"not embedded: {window[position].path}:{window[position].start_line} ({why})")
-            if warning:
-                break
+            if warning or len(window) < _WINDOW:
+                break  # a short window was the last: no need to scan the revision once more
     except EmbedderError as exc:  # the model would not even load
         warning = f"embedding skipped: {exc.message} ({exc.suggest})"
     finally:
@@ -89,8 +89,8 @@ def embed_revision(
             close()
     if warning:
         progress.note(warning)
-    elif mark is not None and store.vector_coverage(rev_no, model) >= 1.0:
-        mark(rev_no, model)
+    elif mark is not None and not counts["failed"]:
+        mark(rev_no, model)  # every window was embedded and stored: the revision is covered
     return dict(counts), warning
 
 

@@ -182,6 +182,7 @@ def run_index(
     progress: Progress | None = None,
     paths: list[str] | None = None,
     seed: dict[str, StatEntry] | None = None,
+    listed: tuple[dict[str, int], Discovery] | None = None,
     stamp: tuple[str | None, str | None] | None = None,
     base_rev: str | None = None,
 ) -> IndexReport:
@@ -189,8 +190,9 @@ def run_index(
 
     dim=None means the embedder could not say (a remote endpoint is down): the previous revision's
     dimension for the same model stands, rather than forcing a rebuild now and another one later.
-    A work tree's view over a base passes the candidate `paths`, the `seed` stat entries git vouched
-    for (their content is the base's, so they are not read), the git `stamp` and the `base_rev`.
+    The base passes the candidate `paths` (its commit's tree) and the git `stamp`; a work tree's new
+    view passes the folder stamps and files it `listed`, the `seed` stat entries git vouched for
+    (their content is the base's, so they are not read) and the `base_rev`.
     """
     t0 = time.monotonic()
     progress = progress or Progress()
@@ -216,7 +218,9 @@ def run_index(
     snap = snapshot.unpack(blob)
     listing = snapshot.listing_after(root, snap, moved) if snap is not None and moved is not None else None
     old_manifest = store.manifest(current.rev_no) if current else {}
-    if listing is not None and snap is not None:
+    if listed is not None:
+        stamps, found = listed
+    elif listing is not None and snap is not None:
         # Folders unchanged: the last listing stands; only moved files are read below.
         stamps = dict(zip(snap.folders, snap.folder_mtimes, strict=True))
         found = Discovery(listing[0], [])

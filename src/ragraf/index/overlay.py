@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ragraf.config import Settings
 from ragraf.corpus import discover
+from ragraf.corpus.discover import dir_stamps
 from ragraf.corpus.gitrepo import BaseRef, checkout, resolve_base, touched, tree_paths
 from ragraf.errors import ConfigError
 from ragraf.index.indexer import RACY_NS, IndexReport, index_version, run_index
@@ -125,6 +126,7 @@ def seed_view(
     manifest = store.manifest(seed.base.rev_no)
     changed = set(seed.changed)
     candidates = sorted(set(manifest) | changed)
+    stamps = dir_stamps(settings.root)  # before listing, so a file created meanwhile shows as drift
     found = discover(settings.root, settings.max_file_bytes, candidates)
     vouched: dict[str, StatEntry] = {}
     for st in found.files:
@@ -142,8 +144,8 @@ def seed_view(
         model_id,
         dim,
         progress=progress,
-        paths=candidates,
         seed=vouched,
+        listed=(stamps, found),
         base_rev=seed.base.rev,
     )
 
