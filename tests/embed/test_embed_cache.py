@@ -139,3 +139,20 @@ def test_a_corrupt_cache_file_is_set_aside_and_replaced(tmp_path: Path):
     cache.put_many("m", ["a"], [vec(1)])
     assert cache.get_many("m", ["a"])[0] is not None
     assert list(tmp_path.glob(f"{CACHE_FILE}.corrupt-*"))
+
+
+def test_a_weight_files_sha256_is_remembered_by_its_stat_and_recomputed_when_it_changes(tmp_path: Path) -> None:
+    import hashlib
+
+    from ragraf.embed.quantize import sha256_file
+
+    weights = tmp_path / "w.onnx"
+    weights.write_bytes(b"a" * 1000)
+    memo = tmp_path / "models"
+    first = sha256_file(weights, memo)
+    assert first == hashlib.sha256(b"a" * 1000).hexdigest() and (memo / "sha256-memo.json").is_file()
+    (memo / "sha256-memo.json").write_text((memo / "sha256-memo.json").read_text().replace(first, "f" * 64))
+    assert sha256_file(weights, memo) == "f" * 64  # answered from the memo, not from the bytes
+    weights.write_bytes(b"b" * 1000)  # same size, new content: ctime and mtime move
+    assert sha256_file(weights, memo) == hashlib.sha256(b"b" * 1000).hexdigest()
+    assert sha256_file(weights) == hashlib.sha256(b"b" * 1000).hexdigest()

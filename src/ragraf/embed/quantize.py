@@ -9,7 +9,9 @@ and cached under <cache dir>/models; the model id names the hash of the file act
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -25,12 +27,30 @@ RECIPE = "dq-pc1"  # dynamic quantization, int8 weights per channel; bump when t
 PINNED_VERSIONS = {"onnx": "1.23.2", "onnxruntime": "1.32.0"}
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
+def sha256_file(path: Path, memo_dir: Path | None = None) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks; with memo_dir, remembered by the file's stat
+    (size, mtime, ctime, inode), so each process does not re-read 20 MB of weights to know them."""
+    st = path.stat()
+    key, stamp = str(path.resolve()), [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    memo_file = memo_dir / "sha256-memo.json" if memo_dir is not None else None
+    memo: dict[str, list] = {}
+    if memo_file is not None:
+        with contextlib.suppress(OSError, ValueError):
+            memo = json.loads(memo_file.read_text())
+        known = memo.get(key)
+        if isinstance(known, list) and known[:4] == stamp and isinstance(known[-1], str):
+            return known[-1]
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
+    if memo_file is not None:
+        memo[key] = [*stamp, digest.hexdigest()]
+        with contextlib.suppress(OSError):
+            memo_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo_file.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(memo))
+            os.replace(tmp, memo_file)
     return digest.hexdigest()
 
 
@@ -73,7 +93,7 @@ def int8_model(ort: Any, source: Path, source_sha: str, models_dir: Path | None)
     if models_dir is not None:
         cached = models_dir / name
         if cached.is_file():
-            return cached, sha256_file(cached)
+            return cached, sha256_file(cached, models_dir)
         tmp: Path | None = None
         try:
             models_dir.mkdir(parents=True, exist_ok=True)
