@@ -113,15 +113,11 @@ def test_migrate_copies_the_whole_index_and_answers_alike(
         assert dst.vector_coverage(rev.rev_no, MODEL) == 1.0
         for query in QUERIES:
             q = embed(query)
-            want = [
-                (h.path, h.start_line, round(h.score, 5))
-                for h in src.vector_search(rev.rev_no, MODEL, q, DIM, 5)
-            ]
-            got = [
-                (h.path, h.start_line, round(h.score, 5))
-                for h in dst.vector_search(rev.rev_no, MODEL, q, DIM, 5)
-            ]
-            assert want == got
+            want = src.vector_search(rev.rev_no, MODEL, q, DIM, 5)
+            got = dst.vector_search(rev.rev_no, MODEL, q, DIM, 5)
+            assert [(h.path, h.start_line) for h in want] == [(h.path, h.start_line) for h in got]
+            # float32 sums in two engines differ in the last bits: a fixed rounding can split them
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-4)
         assert _entries(dst.open_entries()) == _entries(src.open_entries())
         closers = [r.rev for r in src.revisions()]
         assert _entries(dst.archived_entries(closers)) == _entries(src.archived_entries(closers))
