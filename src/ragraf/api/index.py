@@ -29,13 +29,12 @@ from ragraf.freshness.changes import changes_report
 from ragraf.freshness.guard import DriftSet, GuardResult, guard
 from ragraf.freshness.live_read import confine, parse_spec, read_live
 from ragraf.index.embedding import embed_revision
-from ragraf.index.indexer import IndexReport, dry_run, run_index
+from ragraf.index.indexer import IndexReport, dry_run, laid_over, run_index
 from ragraf.index.lock import WriterLock
 from ragraf.index.overlay import (
     Seed,
     base_ref,
     base_revision,
-    laid_over,
     open_base,
     plan_seed,
     seed_view,

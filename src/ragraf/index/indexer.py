@@ -17,7 +17,16 @@ from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
 from ragraf.index.workers import prepare, prepare_all
 from ragraf.languages import language_of
-from ragraf.store import ChunkHit, ContentBundle, DriftEvent, ManifestEntry, NewRevision, StatEntry, Store
+from ragraf.store import (
+    ChunkHit,
+    ContentBundle,
+    DriftEvent,
+    ManifestEntry,
+    NewRevision,
+    Revision,
+    StatEntry,
+    Store,
+)
 
 # A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
 # clock tick (git's "racy" problem): such files are re-hashed next time.
@@ -103,6 +112,28 @@ def git_stamp(root: Path) -> tuple[str | None, str | None]:
     if out.returncode != 0 or len(lines) < 2:
         return None, None
     return lines[0], (None if lines[1] == "HEAD" else lines[1])
+
+
+def current_version(current: Revision | None, settings: Settings, model_id: str, dim: int | None) -> str:
+    """The index version this run builds; dim=None (the embedder cannot say now) keeps the previous
+    revision's dimension for the same model rather than forcing a rebuild now and another later."""
+    if dim is None and current is not None and current.index_version.startswith(f"{model_id}|dim="):
+        return current.index_version
+    return index_version(settings, model_id, dim or 0)
+
+
+def laid_over(rev: Revision) -> str | None:
+    """The base revision a view's revision was laid over (rev-0012 of rev-0012+wt-feature-x.3)."""
+    return rev.rev.split("+", 1)[0] if "+" in rev.rev else None
+
+
+def unchanged_report(current: Revision, t0: float, reason: str | None = None) -> IndexReport:
+    """What a run that found nothing to do reports."""
+    return IndexReport(
+        index_rev=current.rev, corpus_hash=current.corpus_hash,
+        files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
+        chunks={"total": current.chunks, "new": 0}, duration_s=time.monotonic() - t0, reason=reason,
+    )  # fmt: skip
 
 
 def stat_matches(cached: StatEntry | None, st: FileStat) -> bool:
@@ -198,23 +229,17 @@ def run_index(
     progress = progress or Progress()
     root = settings.root
     current = store.current_revision()
-    version = index_version(settings, model_id, dim or 0)
-    if dim is None and current is not None and current.index_version.startswith(f"{model_id}|dim="):
-        version = current.index_version
+    version = current_version(current, settings, model_id, dim)
     reason = None
     if current is not None and current.index_version != version:
         full = True
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
-    blob = store.guard_snapshot() if current is not None and not full and not seed else None
+    blob = store.guard_snapshot() if current is not None and not full and listed is None else None
     moved = snapshot.moved_files(root, blob) if current is not None and blob is not None else None
-    if moved == []:
-        # No folder and no file moved since the last run: nothing to read, nothing to write.
-        return IndexReport(
-            index_rev=current.rev, corpus_hash=current.corpus_hash,
-            files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
-            chunks={"total": current.chunks, "new": 0}, duration_s=time.monotonic() - t0, reason=reason,
-        )  # fmt: skip
+    if moved == []:  # no folder and no file moved since the last run: nothing to read or write
+        assert current is not None
+        return unchanged_report(current, t0, reason)
     snap = snapshot.unpack(blob)
     listing = snapshot.listing_after(root, snap, moved) if snap is not None and moved is not None else None
     old_manifest = store.manifest(current.rev_no) if current else {}
@@ -281,7 +306,7 @@ def run_index(
     chash = corpus_hash({e.path: e.sha256 for e in manifest})
 
     rev = current
-    prior_base = current.rev.split("+", 1)[0] if current is not None and "+" in current.rev else None
+    prior_base = laid_over(current) if current is not None else None
     rebased = base_rev is not None and base_rev != prior_base  # a view laid over a newer base
     changed = current is None or chash != current.corpus_hash or current.index_version != version or rebased
     if changed:

@@ -14,7 +14,7 @@ from ragraf.corpus import discover
 from ragraf.corpus.discover import dir_stamps
 from ragraf.corpus.gitrepo import BaseRef, checkout, resolve_base, touched, tree_paths
 from ragraf.errors import ConfigError
-from ragraf.index.indexer import RACY_NS, IndexReport, index_version, run_index
+from ragraf.index.indexer import RACY_NS, IndexReport, current_version, run_index, unchanged_report
 from ragraf.index.progress import Progress
 from ragraf.store import Revision, StatEntry, Store
 
@@ -60,9 +60,7 @@ def update_base(
 ) -> IndexReport:
     """Bring the base view to the base branch's head (no new revision when it reflects it already)."""
     current = store.current_revision()
-    version = index_version(settings, model_id, dim or 0)
-    if dim is None and current is not None and current.index_version.startswith(f"{model_id}|dim="):
-        version = current.index_version  # the embedder cannot say now: what the base has stands
+    version = current_version(current, settings, model_id, dim)
     if (
         current is not None
         and current.git_head == ref.commit
@@ -70,11 +68,7 @@ def update_base(
         and not full
     ):
         # The private checkout is ragraf's alone: at the same commit it holds the same files.
-        return IndexReport(
-            index_rev=current.rev, corpus_hash=current.corpus_hash,
-            files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
-            chunks={"total": current.chunks, "new": 0}, duration_s=0.0,
-        )  # fmt: skip
+        return unchanged_report(current, time.monotonic())
     common = Path(settings.repo_key)
     if current is None or current.git_head != ref.commit or full:
         progress.note(f"checking out {ref.name} ({ref.commit[:12]}) for the base index")
@@ -106,11 +100,6 @@ def plan_seed(settings: Settings, base: Revision) -> Seed:
     assert base.git_head is not None
     checked = time.time_ns()
     return Seed(base, touched(settings.root, base.git_head), checked)
-
-
-def laid_over(rev: Revision) -> str | None:
-    """The base revision a view's revision was laid over (rev-0012 of rev-0012+wt-feature-x.3)."""
-    return rev.rev.split("+", 1)[0] if "+" in rev.rev else None
 
 
 def seed_view(
