@@ -39,6 +39,30 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
 
 
+def test_an_index_whose_schema_6_already_had_the_retained_lexical_index_opens(tmp_path: Path) -> None:
+    # For a while schema 6 created chunks_fts_retained itself; such an index must still migrate to 7.
+    root = tmp_path / "repo"
+    write(root, {**SAMPLE, "src/extra.py": "def extra_helper():\n    return 1\n"})
+    idx = Index.open(root, embedder="none")
+    idx.index()
+    write(root, {"src/extra.py": "def extra_helper():\n    return 2\n"})
+    idx.index()  # a second revision: the first one's extra.py is retained content
+    before = [r.path for r in idx.search("TCPConnector", mode="lexical").results]
+    db_path = idx.settings.db_path
+    idx.close()
+    db = sqlite3.connect(db_path)
+    db.execute("PRAGMA user_version = 6")
+    db.commit()
+    db.close()
+    idx = Index.open(root, embedder="none")
+    assert [r.path for r in idx.search("TCPConnector", mode="lexical").results] == before
+    db = sqlite3.connect(db_path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    db.close()
+    check = idx.doctor(check=True).to_dict()
+    assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+
+
 def test_a_fully_embedded_revision_is_remembered_until_retention_drops_it(tmp_path: Path) -> None:
     from store.sample_index import commit_files
 

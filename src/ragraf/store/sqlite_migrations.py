@@ -160,8 +160,9 @@ MIGRATIONS: list[str] = [
     """,
     # 7: the lexical index holds only what the current revisions name; older revisions' rows have an
     # index of their own, so retention never changes the current answers' BM25 statistics.
+    # IF NOT EXISTS: for a while schema 6 itself created this table, and those indexes must open too.
     """
-    CREATE VIRTUAL TABLE chunks_fts_retained USING fts5 (
+    CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts_retained USING fts5 (
         body, symbol, tokenize = 'porter unicode61 remove_diacritics 2'
     );
     INSERT INTO chunks_fts_retained (rowid, body, symbol)
