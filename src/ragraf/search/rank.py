@@ -25,6 +25,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # token (bounded length) so a pathological query cannot make the pattern backtrack for long.
 _TOKEN_SPLIT = re.compile(r"[\s\"'`(),;:<>\[\]{}=]+")
 _PATH_TOKEN = re.compile(r"[\w./\-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
+_NOT_PLURAL = ("ss", "us", "is", "ias")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
 
@@ -40,9 +41,11 @@ def stem(word: str) -> str:
     w = word.lower()
     for suffix in _SUFFIXES:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            if suffix == "s" and w.endswith(_NOT_PLURAL):
+                break  # class, status, alias: their plurals lose "es" and meet them here
             return w[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
-    # decode / decoding / decoded meet at "decod"
-    return w[:-1] if w.endswith("e") and len(w) > 4 else w
+    # decode / decoding / decoded meet at "decod", type / types at "typ"
+    return w[:-1] if w.endswith("e") and len(w) > 3 else w
 
 
 @functools.lru_cache(maxsize=100_000)
@@ -69,9 +72,13 @@ class QueryInfo:
         parts = [p for w in words for p in (split_identifier(w) or (w.lower(),))]
         stems = frozenset(stem(p) for p in parts if len(p) > 2 and p not in STOPWORDS)
         tokens = _TOKEN_SPLIT.split(query[:200_000])
-        quoted = (t.strip(".").lstrip("/") for t in tokens if "/" in t and len(t) < 300 and _PATH_TOKEN.fullmatch(t))
+        quoted = (
+            t.strip(".").lstrip("/") for t in tokens if "/" in t and len(t) < 300 and _PATH_TOKEN.fullmatch(t)
+        )
         paths = tuple(dict.fromkeys(p for p in quoted if p))
-        return cls(identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)), paths[:50])
+        return cls(
+            identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)), paths[:50]
+        )
 
 
 # Rules measured to hurt on the bench (benchmarks/ablation.py) stay switchable but start off.
