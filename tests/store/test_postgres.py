@@ -543,3 +543,41 @@ def test_maxscore_pruning_returns_what_scoring_everything_returns(
         (h.chunk_id, h.path, round(h.score, 9)) for h in everything
     ]
     assert everything[0].path in {p for p, t in files.items() if "rare_token" in t}
+
+
+def test_scoring_the_chunks_with_every_term_first_returns_what_scoring_everything_returns(
+    open_pg, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import math
+
+    store = open_pg()
+    words = ("alpha", "beta", "gamma", "delta", "epsilon")
+    files = {}
+    for i in range(240):
+        held = [w for k, w in enumerate(words) if i % (k + 2) == 0] or ["filler"]
+        body = " ".join(held * (1 + i % 3)) + f"\nvalue_{i} = {i}\n" + "# padding words\n" * (i % 4)
+        files[f"pkg/m{i:03d}.py"] = f"def {held[-1]}_{i}():\n    {body}\n"
+    rev = commit_files(store, settings, files)
+    group_passes = []
+    real = store._score_groups
+    monkeypatch.setattr(store, "_score_groups", lambda *a: group_passes.append(a[3]) or real(*a))
+    for query in (
+        "alpha beta gamma",
+        "alpha beta",
+        "beta delta epsilon",
+        "alpha gamma epsilon delta",
+        "gamma",
+    ):
+        match = fts_match(query_terms(query))
+        for limit in (3, 10, 40):
+            with store.pool.connection() as conn:  # every chunk holding any term, scored
+                terms = store._term_stats(conn, match_terms(match))
+                n, avgdl = terms[0][3], terms[0][4]
+                idf = [max(math.log((n - t[2] + 0.5) / (t[2] + 0.5)), 1e-6) for t in terms]
+                every = " | ".join(f"({t[0]})" for t in terms)
+                want = store._score(conn, terms, idf, every, [], avgdl, rev.rev_no, limit)
+            got = store.lexical_search(match, rev.rev_no, limit)
+            assert [(h.chunk_id, h.path, round(h.score, 9)) for h in got] == [
+                (r[0], r[1], round(r[3], 9)) for r in want
+            ], (query, limit)
+    assert group_passes  # the pass over just the sets of terms that can still reach the top ran

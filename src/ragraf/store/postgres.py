@@ -8,6 +8,7 @@ BM25 computed in SQL over a tsvector (GIN); vector search is cosine over pgvecto
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 import os
@@ -701,24 +702,71 @@ class PostgresStore:
         idf = [max(math.log((n_rows - t[2] + 0.5) / (t[2] + 0.5)), 1e-6) for t in terms]
         bound = [w * (BM25_K1 + 1) for w in idf]  # no chunk gets more from a term than this
         order = sorted(range(len(terms)), key=lambda k: terms[k][2])
-        # MaxScore: candidates come from the rarest terms only, as long as a chunk that holds
-        # none of them provably cannot reach the top `limit`; else more terms, up to all.
-        essential: list[int] = []
-        postings = 0
-        for k in order:  # the rarest terms within the budget, at least one
-            if essential and postings + terms[k][2] > LEXICAL_CANDIDATES:
-                break
-            essential.append(k)
-            postings += terms[k][2]
-        while True:
-            rows = self._score(conn, terms, idf, essential, avgdl, rev_no, limit)
-            rest = sum(bound[k] for k in order[len(essential) :])
-            if len(essential) == len(terms) or (len(rows) == limit and rest < rows[-1][3] - 1e-9):
-                break
-            essential.append(order[len(essential)])
+        everything = list(range(len(terms)))
+        rows: list[tuple[Any, ...]] = []
+        if len(terms) > 1:
+            # A query's best chunks mostly hold all its terms, and few chunks do (an AND of
+            # postings): scoring those first gives a floor that most other chunks cannot reach.
+            match = " & ".join(f"({t[0]})" for t in terms)
+            rows = self._score(conn, terms, idf, match, everything, avgdl, rev_no, limit)
+        if len(rows) == limit:
+            floor = rows[-1][3]
+            # Any other chunk that can reach the floor holds one of these sets of terms; an AND of
+            # postings is short, so asking for them beats MaxScore's every chunk with a rare term.
+            groups = _reaching_groups(everything, bound, floor - 1e-9) or [[k] for k in order]
+            if groups != [everything]:
+                rows = self._merged(
+                    rows, self._score_groups(conn, terms, idf, groups, avgdl, rev_no, limit), limit
+                )
+        else:
+            # MaxScore: candidates come from the rarest terms only, as long as a chunk that holds
+            # none of them provably cannot reach the top `limit`.
+            essential: list[int] = []
+            postings = 0
+            for k in order:  # the rarest terms within the budget, at least one
+                if essential and postings + terms[k][2] > LEXICAL_CANDIDATES:
+                    break
+                essential.append(k)
+                postings += terms[k][2]
+            match = " | ".join(f"({terms[k][0]})" for k in essential)
+            rows = self._score(
+                conn, terms, idf, match, essential[:1] if len(essential) == 1 else [], avgdl, rev_no, limit
+            )
+            rest = order[len(essential) :]
+            floor = rows[-1][3] if len(rows) == limit else 0.0  # the top `limit` can only get better
+            if rest and sum(bound[k] for k in rest) >= floor - 1e-9:
+                # A chunk with no essential term reaches the top only if the bounds of the terms
+                # it holds add up to the floor: ask for just those combinations of terms.
+                groups = _reaching_groups(rest, bound, floor - 1e-9) or [[k] for k in rest]
+                rows = self._merged(
+                    rows, self._score_groups(conn, terms, idf, groups, avgdl, rev_no, limit), limit
+                )
         if not rows:
             return []
         return [ChunkHit(r[0], r[1], r[2], r[5], r[6], r[7], float(r[3]), r[4]) for r in rows]
+
+    def _score_groups(
+        self,
+        conn: psycopg.Connection,
+        terms: list[tuple[str, int, int, int, float]],
+        idf: list[float],
+        groups: list[list[int]],
+        avgdl: float,
+        rev_no: int,
+        limit: int,
+    ) -> list[tuple[Any, ...]]:
+        """_score over the chunks holding every term of at least one group (an AND of postings is short)."""
+        match = " | ".join("(" + " & ".join(f"({terms[k][0]})" for k in g) + ")" for g in groups)
+        held = sorted(set.intersection(*(set(g) for g in groups)))
+        return self._score(conn, terms, idf, match, held, avgdl, rev_no, limit)
+
+    @staticmethod
+    def _merged(
+        rows: list[tuple[Any, ...]], more: list[tuple[Any, ...]], limit: int
+    ) -> list[tuple[Any, ...]]:
+        """The top `limit` of two passes; both score with every term, so a chunk found twice has one score."""
+        merged = {(r[0], r[1]): r for r in rows + more}
+        return sorted(merged.values(), key=lambda r: (-r[3], r[1], r[2]))[:limit]
 
     def _term_stats(
         self, conn: psycopg.Connection, operands: list[str]
@@ -753,13 +801,14 @@ class PostgresStore:
         conn: psycopg.Connection,
         terms: list[tuple[str, int, int, int, float]],
         idf: list[float],
-        essential: list[int],
+        match: str,
+        held: list[int],
         avgdl: float,
         rev_no: int,
         limit: int,
     ) -> list[tuple[Any, ...]]:
         """Top (chunk id, path, start line, score, sha256, end line, symbol, text) of the revision
-        among chunks matching an essential term."""
+        among chunks matching the tsquery `match`; every one of them holds the terms `held`."""
         # Per term, tf = body hits + 4 x symbol hits (ts_rank_cd, weights D=.25 A=1, one term per
         # call, times 4), and idf * tf * (k1+1) / (tf + K) is written idf * (k1+1) * (1 - K / (tf + K))
         # so each term's tf is computed once; K = k1 * (1 - b + b * length / avgdl). A chunk
@@ -775,15 +824,17 @@ class PostgresStore:
         for i, t in enumerate(terms):
             q = sql.Placeholder(f"q{i}")
             rank = tf.format(q=q)
+            # Testing for a term every candidate holds would cost ~10% of the scan, for nothing.
+            tested = t[1] == 1 and i not in held
             parts.append(
                 term.format(
-                    idf=sql.Placeholder(f"idf{i}"), tf=word_tf.format(q=q, tf=rank) if t[1] == 1 else rank
+                    idf=sql.Placeholder(f"idf{i}"), tf=word_tf.format(q=q, tf=rank) if tested else rank
                 )
             )
         params: dict[str, object] = {
             "repo": self.repo_id,
             "rev": rev_no,
-            "essential": " | ".join(f"({terms[k][0]})" for k in essential),
+            "essential": match,
             "k1": BM25_K1,
             "b": BM25_B,
             "avgdl": avgdl,
@@ -1015,14 +1066,22 @@ class PostgresStore:
     def _insert_vectors(
         self, conn: psycopg.Connection, model: str, items: Sequence[tuple[int, bytes]], dim: int
     ) -> int:
-        # The no-op update makes RETURNING give the id of an existing row too.
-        row = conn.execute(
-            "INSERT INTO models (name, dim) VALUES (%s, %s) ON CONFLICT (name, dim) DO UPDATE SET dim = excluded.dim "
-            "RETURNING id",
-            (model, dim),
-        ).fetchone()
-        assert row is not None
-        model_id = int(row[0])
+        # A known model is only read: an upsert would lock its row until commit, and writers of
+        # every repository that share the model would queue behind each other's HNSW inserts.
+        model_id = self._models.get((model, dim))
+        if model_id is None:
+            row = conn.execute("SELECT id FROM models WHERE name = %s AND dim = %s", (model, dim)).fetchone()
+            if row is None:
+                row = conn.execute(
+                    "INSERT INTO models (name, dim) VALUES (%s, %s) ON CONFLICT (name, dim) DO NOTHING RETURNING id",
+                    (model, dim),
+                ).fetchone()
+            if row is None:  # another writer inserted it meanwhile; its row is committed now
+                row = conn.execute(
+                    "SELECT id FROM models WHERE name = %s AND dim = %s", (model, dim)
+                ).fetchone()
+            assert row is not None
+            model_id = int(row[0])
         matrix = np.frombuffer(b"".join(blob for _, blob in items), dtype=np.float32).reshape(len(items), dim)
         # Binary COPY into a scratch table, then one upsert: text-formatting floats is the slow part.
         conn.execute(
@@ -1279,6 +1338,18 @@ def _revision_values(rev: Revision) -> tuple[object, ...]:
 def _entry(row: tuple[Any, ...]) -> DriftEntry:
     closed = row[11] if len(row) > 11 else None
     return DriftEntry(*row[:8], list(row[8]), list(row[9]), row[10], closed)
+
+
+def _reaching_groups(terms: list[int], bound: list[float], floor: float) -> list[list[int]]:
+    """The smallest sets of terms whose score bounds add up to `floor`; empty past 10 terms."""
+    if len(terms) > 10:
+        return []
+    groups: list[list[int]] = []
+    for size in range(1, len(terms) + 1):
+        for group in itertools.combinations(terms, size):
+            if sum(bound[k] for k in group) >= floor and not any(set(g) <= set(group) for g in groups):
+                groups.append(list(group))
+    return groups
 
 
 def hnsw_ef_search(limit: int) -> int:
