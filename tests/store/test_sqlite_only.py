@@ -83,3 +83,50 @@ def test_a_fully_embedded_revision_is_remembered_until_retention_drops_it(tmp_pa
     commit_files(store, settings, {**SAMPLE, "extra.py": "x = 1\n"})
     store.gc(1)
     assert not store.db.execute("SELECT count(*) FROM meta WHERE key LIKE 'covered:%'").fetchone()[0]
+
+
+def test_a_searching_handle_reads_only_the_vectors_a_new_revision_adds(tmp_path: Path) -> None:
+    import numpy as np
+    from store.sample_index import commit_files, sha
+
+    from ragraf.config import load_settings
+    from ragraf.store.sqlite import SqliteStore
+
+    def unit(seed: str) -> np.ndarray:
+        v = np.random.default_rng(int(sha(seed)[:12], 16)).normal(size=8).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed(store: SqliteStore, rev_no: int) -> None:
+        chunks = store.chunks_missing_vectors(rev_no, "m", 1000)
+        store.add_vectors("m", [(c.chunk_id, unit(c.text).tobytes()) for c in chunks], 8)
+
+    def answer(store: SqliteStore, rev_no: int) -> list[tuple[int, str, float]]:
+        hits = store.vector_search(rev_no, "m", unit("query").tobytes(), 8, 50)
+        return [(h.chunk_id, h.path, round(h.score, 6)) for h in hits]
+
+    settings = load_settings(tmp_path)
+    writer = SqliteStore(tmp_path / "index.db", create=True)
+    one = commit_files(writer, settings, SAMPLE)
+    embed(writer, one.rev_no)
+    reader = SqliteStore(tmp_path / "index.db")
+    assert answer(reader, one.rev_no) == answer(SqliteStore(tmp_path / "index.db"), one.rev_no)
+    changed = {
+        **SAMPLE,
+        "src/app/server.py": SAMPLE["src/app/server.py"] + "\n\ndef added():\n    return 2\n",
+    }
+    two = commit_files(writer, settings, {**changed, "src/new.py": "def fresh():\n    return 1\n"})
+    # Not embedded yet: the new contents' chunks are left out, as a fresh handle leaves them out.
+    assert answer(reader, two.rev_no) == answer(SqliteStore(tmp_path / "index.db"), two.rev_no)
+    embed(writer, two.rev_no)
+    fresh = answer(SqliteStore(tmp_path / "index.db"), two.rev_no)
+    assert answer(reader, two.rev_no) == fresh
+    assert {path for _, path, _ in fresh} >= {"src/new.py", "src/app/server.py"}
+    # A kept content is not read again: a vector removed behind the reader's back is still used.
+    kept = writer.manifest(two.rev_no)["src/app/retry.py"].content_id
+    writer.db.execute(
+        "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE content_id = ?)", (kept,)
+    )
+    assert any(path == "src/app/retry.py" for _, path, _ in answer(reader, two.rev_no))
+    assert not any(
+        path == "src/app/retry.py" for _, path, _ in answer(SqliteStore(tmp_path / "index.db"), two.rev_no)
+    )

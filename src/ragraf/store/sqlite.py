@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,7 +63,7 @@ class SqliteStore:
         self.path = path
         self.view = view
         self.label = label
-        self._vector_cache: tuple[tuple[int, str, int, int], np.ndarray, np.ndarray] | None = None
+        self._vector_rows: VectorRows | None = None
         self._covered: set[tuple[int, str]] = set()
         if not path.exists() and not create:
             raise IndexMissingError(
@@ -545,36 +546,77 @@ class SqliteStore:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (_covered_key(rev_no, model),)
             )
 
-    def _matrix(self, rev_no: int, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids, unit vectors) of a revision, cached while the revision and its coverage hold."""
-        cached = self._vector_cache
-        if cached is not None and cached[0][:3] == (rev_no, model, dim) and (rev_no, model) in self._covered:
-            return cached[1], cached[2]  # fully embedded when cached: nothing can have been added since
-        count = self.db.execute(
-            "SELECT count(*) FROM vectors v WHERE v.model = ? AND v.chunk_id IN "
-            "(SELECT c.id FROM manifest m JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ?)",
-            (model, rev_no),
-        ).fetchone()[0]
-        key = (rev_no, model, dim, count)
-        if self._vector_cache is not None and self._vector_cache[0] == key:
-            return self._vector_cache[1], self._vector_cache[2]
-        rows = self.db.execute(
-            "SELECT v.chunk_id, v.vec FROM vectors v WHERE v.model = ? AND v.dim = ? AND v.chunk_id IN "
-            "(SELECT c.id FROM manifest m JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ?) "
-            "ORDER BY v.chunk_id",
-            (model, dim, rev_no),
+    def _vectors(self, rev_no: int, model: str, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk ids, unit vectors, rows of the revision): vectors read once per content and kept, so a
+        new revision reads only the contents it adds (a commit rewrites a few files, not every vector)."""
+        pool = self._vector_rows
+        if pool is None or (pool.model, pool.dim) != (model, dim):
+            pool = self._vector_rows = VectorRows(model, dim)
+        with pool.lock:
+            if pool.rev_no != rev_no or self._partial_count(pool) != pool.partial_count:
+                self._select(pool, rev_no)
+            return pool.ids[: pool.n], pool.matrix[: pool.n], pool.selected
+
+    def _partial_count(self, pool: VectorRows) -> int:
+        """Vectors stored so far for the revision's contents that were not fully embedded when read."""
+        count = 0
+        for i in range(0, len(pool.partial), 500):
+            batch = pool.partial[i : i + 500]
+            count += self.db.execute(
+                "SELECT count(*) FROM chunks c JOIN vectors v ON v.model = ? AND v.chunk_id = c.id AND v.dim = ? "
+                f"WHERE c.content_id IN ({','.join('?' * len(batch))})",
+                (pool.model, pool.dim, *batch),
+            ).fetchone()[0]
+        return count
+
+    def _select(self, pool: VectorRows, rev_no: int) -> None:
+        """Point the pool at a revision, reading the vectors of contents it has not kept yet."""
+        # A content is its (id, sha256, language, chunker): an id SQLite reuses after retention
+        # names another content, whose rows are read afresh.
+        contents = self.db.execute(
+            "SELECT DISTINCT c.id, c.sha256, c.language, c.chunker FROM manifest m "
+            "JOIN contents c ON c.id = m.content_id WHERE m.rev_no = ?",
+            (rev_no,),
         ).fetchall()
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        self._vector_cache = (key, ids, matrix)
-        return ids, matrix
+        known = pool.rows
+        partial: list[tuple[int, bytes]] = []
+        pool.partial = []
+        fresh = [key for key in contents if key not in known]
+        for i in range(0, len(fresh), 500):
+            batch = {key[0]: key for key in fresh[i : i + 500]}
+            found: dict[int, list[tuple[int, bytes | None]]] = {content_id: [] for content_id in batch}
+            for content_id, chunk_id, vec in self.db.execute(
+                "SELECT c.content_id, c.id, v.vec FROM chunks c LEFT JOIN vectors v "
+                "ON v.model = ? AND v.chunk_id = c.id AND v.dim = ? "
+                f"WHERE c.content_id IN ({','.join('?' * len(batch))})",
+                (pool.model, pool.dim, *batch),
+            ):
+                found[content_id].append((chunk_id, vec))
+            for content_id, chunks in found.items():
+                have = [(chunk_id, vec) for chunk_id, vec in chunks if vec is not None]
+                if len(have) == len(chunks):
+                    known[batch[content_id]] = pool.append(have)
+                else:  # not fully embedded yet: used, but read again once more of it is
+                    partial.extend(have)
+                    pool.partial.append(content_id)
+        parts = [known[key] for key in contents if key in known]
+        if partial:
+            parts.append(pool.append(partial))
+        selected = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        if pool.n > 2 * len(selected) + 4096:
+            selected = pool.compact([key for key in contents if key in known], selected)
+        # In chunk id order, as one read of the revision lists them, so ties rank alike.
+        pool.selected = selected[np.argsort(pool.ids[selected], kind="stable")]
+        pool.partial_count = len(partial)
+        pool.rev_no = rev_no
 
     def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]:
         """Cosine similarity (vectors are unit length) over the chunks of one revision."""
-        ids, matrix = self._matrix(rev_no, model, dim)
-        if not len(ids) or limit <= 0:
+        all_ids, matrix, selected = self._vectors(rev_no, model, dim)
+        if not len(selected) or limit <= 0:
             return []
-        scores = matrix @ np.frombuffer(query, dtype=np.float32)
+        ids = all_ids[selected]
+        scores = (matrix @ np.frombuffer(query, dtype=np.float32))[selected]
         top = np.argpartition(-scores, min(limit, len(ids) - 1))[:limit]
         top = top[np.argsort(-scores[top])]
         best = {int(ids[i]): float(scores[i]) for i in top}
@@ -745,6 +787,53 @@ class SqliteStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+class VectorRows:
+    """The unit vectors of one (model, dim) a store has read, by content, in one growing matrix."""
+
+    def __init__(self, model: str, dim: int) -> None:
+        self.model = model
+        self.dim = dim
+        self.ids = np.empty(0, dtype=np.int64)
+        self.matrix = np.empty((0, dim), dtype=np.float32)
+        self.n = 0
+        self.rows: dict[tuple[int, str, str, str], np.ndarray] = {}  # fully embedded content -> its rows
+        self.rev_no: int | None = None
+        self.selected = np.empty(0, dtype=np.int64)
+        self.partial: list[int] = []  # the selected revision's contents not fully embedded when read
+        self.partial_count = 0  # their vectors then
+        self.lock = threading.Lock()
+
+    def append(self, items: list[tuple[int, bytes]]) -> np.ndarray:
+        """Add (chunk id, vector) rows; returns their row numbers."""
+        need = self.n + len(items)
+        if need > len(self.ids):
+            size = max(need, len(self.ids) * 3 // 2, 1024)
+            ids = np.empty(size, dtype=np.int64)
+            matrix = np.empty((size, self.dim), dtype=np.float32)
+            ids[: self.n] = self.ids[: self.n]
+            matrix[: self.n] = self.matrix[: self.n]
+            self.ids, self.matrix = ids, matrix
+        rows = np.arange(self.n, need, dtype=np.int64)
+        if items:
+            self.ids[rows] = [chunk_id for chunk_id, _ in items]
+            self.matrix[rows] = np.frombuffer(b"".join(v for _, v in items), dtype=np.float32).reshape(
+                -1, self.dim
+            )
+        self.n = need
+        return rows
+
+    def compact(self, keep: list[tuple[int, str, str, str]], selected: np.ndarray) -> np.ndarray:
+        """Keep only the rows of `keep` (and `selected`, the current revision's); returns selected renumbered."""
+        order = np.unique(np.concatenate([selected, *(self.rows[key] for key in keep)]))
+        renumber = np.full(self.n, -1, dtype=np.int64)
+        renumber[order] = np.arange(len(order), dtype=np.int64)
+        self.ids = self.ids[order]
+        self.matrix = self.matrix[order]
+        self.n = len(order)
+        self.rows = {key: renumber[self.rows[key]] for key in keep}
+        return renumber[selected]
 
 
 def _covered_key(rev_no: int, model: str) -> str:
