@@ -144,3 +144,22 @@ def test_a_missing_or_damaged_snapshot_means_listing_again(sample: Path) -> None
         snapshot._VIEWS.clear()
         assert snapshot.moved_files(sample, damaged) is None
         assert snapshot.unpack(damaged) is None
+
+
+def test_a_patched_snapshot_equals_one_packed_from_the_updated_stat_cache() -> None:
+    from ragraf.store import StatEntry
+
+    stats = {
+        f"src/m{i}.py": StatEntry(100 + i, 10**18 + i, 10**18 + i, 1000 + i, "h", 10**18 + 10**10)
+        for i in range(50)
+    }
+    stamps = {"": 1, "src": 2}
+    update = {
+        "src/m7.py": StatEntry(5, 2 * 10**18, 2 * 10**18, 77, "h2", 2 * 10**18 + 1),  # racy: not trusted
+        "src/m30.py": StatEntry(6, 3 * 10**18, 3 * 10**18, 78, "h3", 3 * 10**18 + 10**10),
+        "elsewhere.py": StatEntry(1, 1, 1, 1, "x", 1),  # not listed: ignored
+    }
+    patched = snapshot.patch(snapshot.pack(stats, stamps, 2 * 10**9), update, 2 * 10**9)
+    listed = {p: e for p, e in update.items() if p in stats}
+    assert patched == snapshot.pack({**stats, **listed}, stamps, 2 * 10**9)
+    assert snapshot.file_count(patched) == 50

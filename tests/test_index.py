@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import cli_json, run_cli, write
+from support import SAMPLE, cli_json, run_cli, write
 
 from ragraf import Index
 from ragraf.errors import IndexCorruptError, IndexMissingError, LockHeldError
@@ -245,3 +245,43 @@ def test_a_new_file_with_the_content_of_an_unchanged_one_is_listed_once_each(tmp
     report = idx.index()
     assert report.files == {"added": 1, "modified": 0, "deleted": 0, "unchanged": 2}
     assert sorted(r["path"] for r in idx.find_symbol("same").results) == ["a.py", "copy_of_a.py"]
+
+
+def test_a_few_moved_files_commit_a_change_that_equals_a_whole_rebuild(sample: Path, tmp_path: Path) -> None:
+    from test_guard_speed import settled
+
+    settled(sample)
+    idx = Index.open(sample)
+    idx.index()
+    (sample / "src/app/retry.py").write_text("def retry_with_jitter():\n    return 'jitter'\n")
+    (sample / "docs/guide.md").write_bytes(b"\x00\x01 now a binary file\x00")  # leaves the index
+    future = time.time() + 5
+    os.utime(sample / "src/app/server.py", (future, future))  # touched, not changed
+    report = idx.index()
+    assert report.files == {"added": 0, "modified": 1, "deleted": 1, "unchanged": 3}
+    assert report.files_read == 2  # the guard named these three (the binary one is examined, not read)
+    # The same tree indexed from scratch elsewhere: the same revision content in every respect.
+    fresh = Index.open(sample, home=str(tmp_path / "other-home")).index()
+    assert (report.corpus_hash, report.chunks["total"], report.skipped) == (
+        fresh.corpus_hash,
+        fresh.chunks["total"],
+        fresh.skipped,
+    )
+    store = idx.store()
+    rev = store.current_revision()
+    assert rev is not None and rev.files == 4
+    assert sorted(store.manifest(rev.rev_no)) == sorted(
+        ["src/app/server.py", "src/app/retry.py", "tests/test_server.py", "web/client.ts"]
+    )
+    assert [r.path for r in idx.search("retry_with_jitter", mode="lexical").results][:1] == [
+        "src/app/retry.py"
+    ]
+    check = idx.doctor(check=True).to_dict()
+    assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+    # Back to the first content: the change is committed again, and the old lexical rows return.
+    (sample / "src/app/retry.py").write_text(SAMPLE["src/app/retry.py"])
+    back = idx.index()
+    assert back.files["modified"] == 1 and back.chunks["new"] == 0
+    assert not [r for r in idx.search("retry_with_jitter", mode="lexical").results if "jitter" in r.snippet]
+    check = idx.doctor(check=True).to_dict()
+    assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check

@@ -25,15 +25,22 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
         "INSERT INTO chunks_fts (rowid, body, symbol) SELECT rowid, body, symbol FROM chunks_fts_retained"
     )
     db.execute("DROP TABLE chunks_fts_retained")
+    db.execute("DROP INDEX manifest_by_revision")
+    db.execute("CREATE INDEX manifest_by_content ON manifest (content_id, rev_no)")
     db.execute("PRAGMA user_version = 6")
     db.commit()
     db.close()
     idx = Index.open(root, embedder="none")
     assert [r.path for r in idx.search("TCPConnector", mode="lexical").results] == before
     db = sqlite3.connect(db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 7
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 8
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert db.execute("SELECT count(*) FROM chunks_fts_retained").fetchone()[0] == 0
+    indexes = {
+        r[0]
+        for r in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'manifest' AND type = 'index'")
+    }
+    assert "manifest_by_revision" in indexes and "manifest_by_content" not in indexes
     db.close()
     check = idx.doctor(check=True).to_dict()
     assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from dataclasses import dataclass
@@ -71,6 +72,27 @@ def _parse(blob: bytes | None) -> tuple[list[str], np.ndarray, list[str], np.nda
     rows = np.frombuffer(blob, dtype=np.int64, count=n * 5, offset=at).reshape(n, 5)
     mtimes = np.frombuffer(blob, dtype=np.int64, count=d, offset=at + n * 40)
     return paths, rows, folders, mtimes
+
+
+def patch(blob: bytes, stats: dict[str, StatEntry], racy_ns: int) -> bytes:
+    """The snapshot with these files' stats replaced (files it does not list are ignored): what
+    pack would give for the same stat cache, without reading the rest of it back."""
+    parsed = _parse(blob)
+    if parsed is None:
+        raise ValueError("unreadable guard snapshot")
+    paths, rows, _folders, _mtimes = parsed
+    rows = rows.copy()
+    for path, s in stats.items():
+        i = bisect.bisect_left(paths, path)
+        if i < len(paths) and paths[i] == path:
+            rows[i] = (s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns))
+    at = len(blob) - rows.nbytes - len(parsed[3]) * 8
+    return blob[:at] + rows.tobytes() + blob[at + rows.nbytes :]
+
+
+def file_count(blob: bytes | None) -> int:
+    """How many files the snapshot lists."""
+    return _HEADER.unpack_from(blob)[1] if blob and len(blob) >= _HEADER.size else 0
 
 
 def unpack(blob: bytes | None) -> GuardSnapshot | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import time
 from collections import Counter
@@ -20,6 +21,7 @@ from ragraf.languages import language_of
 from ragraf.store import (
     ChunkHit,
     ContentBundle,
+    ContentKey,
     DriftEvent,
     ManifestEntry,
     NewRevision,
@@ -32,6 +34,9 @@ from ragraf.store import (
 # clock tick (git's "racy" problem): such files are re-hashed next time.
 RACY_NS = 2_000_000_000
 _BATCH_FILES = 200
+# Up to this many moved files a run commits a change to the current revision (index_moved);
+# past it, the whole pass over the listing costs about the same.
+CHANGE_MAX_FILES = 2000
 SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexable
 
 
@@ -182,6 +187,104 @@ def hash_files(
     return hashed, skipped
 
 
+def store_contents(
+    store: Store, settings: Settings, need: dict[ContentKey, HashedFile], progress: Progress
+) -> tuple[dict[ContentKey, int], int]:
+    """The content ids of these files, chunking and storing what the index does not hold yet;
+    also how many chunks were new. Content already stored (another path, an older revision, a
+    killed run) is reused as is."""
+    ids = store.content_ids(list(need))
+    missing = [key for key in need if key not in ids]
+    new_chunks = 0
+    progress.start("chunking files", len(missing))
+    batch: list[ContentBundle] = []
+    for bundle in prepare_all([(key, need[key].stat.path) for key in missing], settings):
+        progress.advance()
+        if bundle is None:
+            continue
+        new_chunks += len(bundle.chunks)
+        batch.append(bundle)
+        if len(batch) >= _BATCH_FILES:
+            ids.update(store.add_contents(batch))
+            batch = []
+    ids.update(store.add_contents(batch))
+    progress.done()
+    return ids, new_chunks
+
+
+def index_moved(
+    store: Store,
+    settings: Settings,
+    current: Revision,
+    moved: list[str],
+    blob: bytes,
+    stamp: tuple[str | None, str | None] | None,
+    progress: Progress,
+    t0: float,
+) -> IndexReport:
+    """The common run: every folder is as last listed and the guard named the few files whose stat
+    moved. Only those are read, and the revision is committed as a change to the current one, so
+    the cost follows the change, not the size of the repository."""
+    root = settings.root
+    files: list[FileStat] = []
+    for path in moved:
+        try:
+            st = os.lstat(root / path)
+        except OSError:
+            continue  # vanished since the guard looked: not part of this revision
+        files.append(FileStat(path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    hashed, unindexable = hash_files(root, files, {}, settings, False, progress)
+    old = {p: e for p in moved if (e := store.manifest_entry(current.rev_no, p)) is not None}
+    chunker = settings.chunk_params()
+    need = {(hf.sha256, language_of(hf.stat.path), chunker): hf for hf in hashed}
+    ids, new_chunks = store_contents(store, settings, need, progress)
+    now_entries = [
+        ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size)
+        for hf in hashed
+        if (key := (hf.sha256, language_of(hf.stat.path), chunker)) in ids
+    ]
+    changed = [e for e in now_entries if (o := old.get(e.path)) is None or o.sha256 != e.sha256]
+    present = {e.path for e in now_entries}
+    removed = sorted(p for p in old if p not in present)
+    counts = Counter("modified" if e.path in old else "added" for e in changed)
+    counts["deleted"] = len(removed)
+    rev = current
+    if changed or removed:
+        lines = dict(store.manifest_hashes(current.rev_no))
+        lines.update((e.path, e.sha256) for e in changed)
+        for path in removed:
+            del lines[path]
+        head, branch = stamp or git_stamp(root)
+        events = index_events(current.rev, old, now_entries)
+        rev = store.commit_revision(
+            NewRevision(
+                corpus_hash(lines), current.index_version, head, branch, changed, events, laid_over(current),
+                parent=current.rev_no, removed=tuple(removed),
+            )
+        )  # fmt: skip
+    store.gc(settings.keep_revisions)
+    now = time.time_ns()
+    fresh = {hf.stat.path: StatEntry(*_stat_key(hf.stat), hf.sha256, now) for hf in hashed}
+    fresh.update((st.path, StatEntry(*_stat_key(st), SKIPPED, now)) for st, _why in unindexable)
+    store.update_stat_cache(fresh, [])
+    store.set_guard_snapshot(snapshot.patch(blob, fresh, RACY_NS))
+    counts["unchanged"] = rev.files - counts["added"] - counts["modified"]
+    return IndexReport(
+        index_rev=rev.rev,
+        corpus_hash=rev.corpus_hash,
+        files={k: counts[k] for k in ("added", "modified", "deleted", "unchanged")},
+        files_read=len(hashed),
+        chunks={"total": rev.chunks, "new": new_chunks},
+        duration_s=time.monotonic() - t0,
+        skipped=max(0, snapshot.file_count(blob) - rev.files),
+        new_revision=rev is not current,
+    )
+
+
+def _stat_key(st: FileStat) -> tuple[int, int, int, int]:
+    return st.size, st.mtime_ns, st.ctime_ns, st.inode
+
+
 def index_events(
     rev: str | None, old: dict[str, ManifestEntry], new: list[ManifestEntry]
 ) -> list[DriftEvent]:
@@ -240,6 +343,9 @@ def run_index(
     if moved == []:  # no folder and no file moved since the last run: nothing to read or write
         assert current is not None
         return unchanged_report(current, t0, reason)
+    if moved is not None and blob is not None and listed is None and len(moved) <= CHANGE_MAX_FILES:
+        assert current is not None
+        return index_moved(store, settings, current, moved, blob, stamp, progress, t0)
     snap = snapshot.unpack(blob)
     listing = snapshot.listing_after(root, snap, moved) if snap is not None and moved is not None else None
     old_manifest = store.manifest(current.rev_no) if current else {}
@@ -279,23 +385,7 @@ def run_index(
     seen_paths = {hf.stat.path for hf in hashed}
     counts["deleted"] = sum(1 for p in old_manifest if p not in seen_paths)
 
-    # Content already stored (another path, an older revision, a killed run) is reused as is.
-    ids = store.content_ids(list(need))
-    missing = [key for key in need if key not in ids]
-    new_chunks = 0
-    progress.start("chunking files", len(missing))
-    batch: list[ContentBundle] = []
-    for bundle in prepare_all([(key, need[key].stat.path) for key in missing], settings):
-        progress.advance()
-        if bundle is None:
-            continue
-        new_chunks += len(bundle.chunks)
-        batch.append(bundle)
-        if len(batch) >= _BATCH_FILES:
-            ids.update(store.add_contents(batch))
-            batch = []
-    ids.update(store.add_contents(batch))
-    progress.done()
+    ids, new_chunks = store_contents(store, settings, need, progress)
 
     # Only the files above: an unchanged file whose content a new file shares is in the manifest already.
     for hf in fresh:

