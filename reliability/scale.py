@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 import random
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -41,6 +42,7 @@ from reliability.common import (
     save_result,
 )
 
+KEEP_REVISIONS = 20  # ragraf's default retention
 TARGETS = {"peak_rss_gib": 2.0, "no_change_s": 5.0, "one_file_s": 2.0, "search_p95_ms": 150.0}
 
 WORDS = (
@@ -278,6 +280,7 @@ def _git(root: Path, *args: str) -> None:
 def measured_index(root: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
     """`ragraf index --json` with the peak RSS of its process tree."""
     t0 = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(
         ragraf_cmd("index", "--root", str(root), "--json", *extra),
         env=env,
@@ -288,18 +291,21 @@ def measured_index(root: Path, env: dict[str, str], *extra: str) -> dict[str, An
     sampler = TreeRss(proc.pid, 0.2).start()
     out, err = proc.communicate()
     wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     sampler.stop()
     report = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
     return {
         "exit": proc.returncode,
         "wall_s": round(wall, 2),
+        # CPU seconds (user + system) of the process tree: on a shared machine, what the run itself cost.
+        "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
         "reported_s": report.get("duration_s"),
         "peak_rss_mib": round(sampler.peak_total / 2**20, 1),
         "peak_rss_single_process_mib": round(sampler.peak_single / 2**20, 1),
         "processes": sampler.peak_processes,
         "report": {
             k: report.get(k)
-            for k in ("index_rev", "files", "chunks", "new_revision", "embeddings", "warnings")
+            for k in ("index_rev", "files", "files_read", "chunks", "new_revision", "embeddings", "warnings")
         },
         "stderr": err[-1000:] if proc.returncode else "",
     }
@@ -429,12 +435,17 @@ def run(
     rng = random.Random(seed)
     candidates = sorted(root.glob("services/svc00*/pkg0*/*.py"))
     one_file = []
-    for i in range(3):
+    # Three changes, then enough more that retention holds its 20 revisions and drops one per run
+    # (the steady state of a long-lived index); the last three are measured again as that.
+    for i in range(3 + KEEP_REVISIONS + 3):
         target = rng.choice(candidates)
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(f"\n\ndef scale_edit_{i}(value):\n    return value + {i}\n")
         one_file.append(measured_index(root, env))
-    log(f"one-file re-index: {[r['wall_s'] for r in one_file]}")
+    steady, one_file = one_file[-3:], one_file[:3]
+    log(
+        f"one-file re-index: {[r['wall_s'] for r in one_file]}; at steady state: {[r['wall_s'] for r in steady]}"
+    )
     qrng = random.Random(seed + 1)
     qs = [" ".join(qrng.sample(WORDS, qrng.choice([1, 2, 3]))) for _ in range(queries)]
     qs += [_pascal(_name(qrng, 2)) + "Service" for _ in range(queries // 10)]
@@ -451,6 +462,7 @@ def run(
     cache_size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) if cache.exists() else 0
     mid = sorted(r["wall_s"] for r in no_change)[1]
     one = sorted(r["wall_s"] for r in one_file)[1]
+    one_steady = sorted(r["wall_s"] for r in steady)[1]
     result = {
         "campaign": "scale",
         "embedder": embedder,
@@ -461,6 +473,10 @@ def run(
         "no_change_median_s": mid,
         "one_file": one_file,
         "one_file_median_s": one,
+        "one_file_cpu_median_s": sorted(r["cpu_s"] for r in one_file)[1],
+        "one_file_steady": steady,
+        "one_file_steady_median_s": one_steady,
+        "one_file_steady_cpu_median_s": sorted(r["cpu_s"] for r in steady)[1],
         "search_warm": warm,
         "search_cold_cli_ms": cold_cli,
         "index_bytes": size,
@@ -476,10 +492,12 @@ def run(
     result["met"] = {
         "peak_rss": cold["peak_rss_mib"] / 1024 <= TARGETS["peak_rss_gib"],
         "no_change": mid <= TARGETS["no_change_s"],
-        "one_file": one <= TARGETS["one_file_s"],
+        "one_file": max(one, one_steady) <= TARGETS["one_file_s"],
         "search_p95": warm.get("p95_ms", 1e9) <= TARGETS["search_p95_ms"],
     }
-    result["ok"] = cold["exit"] == 0 and all(r["exit"] == 0 for r in no_change + one_file) and code == 0
+    result["ok"] = (
+        cold["exit"] == 0 and all(r["exit"] == 0 for r in no_change + one_file + steady) and code == 0
+    )
     if workdir is None:
         shutil.rmtree(tmp, ignore_errors=True)
     return result

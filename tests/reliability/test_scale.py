@@ -1,7 +1,7 @@
 """Scale smoke (reliability/scale.py): a generated 2,000-file monorepo, the same figures as the long run.
 
 The targets of issue 10 are for 100,000 files on a quiet machine; here, on a loaded CI machine,
-only memory is held to its target and the times to generous bounds.
+memory is held to its target and the incremental runs to the work they do, not to times.
 """
 
 from __future__ import annotations
@@ -38,8 +38,14 @@ def test_memory_stays_under_the_target(campaign: dict) -> None:
     assert campaign["cold"]["peak_rss_mib"] / 1024 <= scale.TARGETS["peak_rss_gib"]
 
 
-def test_incremental_runs_and_search_stay_fast(campaign: dict) -> None:
-    assert campaign["no_change_median_s"] <= scale.TARGETS["no_change_s"]
-    assert campaign["one_file_median_s"] <= 2 * scale.TARGETS["one_file_s"]
-    assert campaign["search_warm"]["p95_ms"] <= 3 * scale.TARGETS["search_p95_ms"]
+def test_incremental_runs_read_only_what_changed_and_search_answers(campaign: dict) -> None:
+    # Times depend on the machine's load, so what is held here is the work: nothing read when nothing
+    # changed; per one-file change, that file and the few earlier edits hashed within the 2 s racy
+    # window of their write (these runs come quickly one after another), also once retention drops
+    # a revision per run.
+    for run in campaign["no_change"]:
+        assert not run["report"]["new_revision"] and run["report"]["files_read"] == 0
+    for run in campaign["one_file"] + campaign["one_file_steady"]:
+        assert run["report"]["new_revision"] and 1 <= run["report"]["files_read"] <= 5, run
+        assert run["report"]["files"]["modified"] == 1
     assert campaign["search_warm"]["empty_answers"] < campaign["search_warm"]["queries"] // 2
