@@ -408,18 +408,14 @@ def run_index(
     store.gc(settings.keep_revisions)
     now = time.time_ns()
     fresh_stats = {
-        hf.stat.path: StatEntry(
-            hf.stat.size, hf.stat.mtime_ns, hf.stat.ctime_ns, hf.stat.inode, hf.sha256, now
-        )
-        for hf in hashed
-        if hf.read or full
+        hf.stat.path: StatEntry(*_stat_key(hf.stat), hf.sha256, now) for hf in hashed if hf.read or full
     }
     if seed:  # what git vouched for is recorded as checked when git looked, not as read now
         fresh_stats.update(
             (hf.stat.path, seed[hf.stat.path]) for hf in hashed if not hf.read and hf.stat.path in seed
         )
     for st, _why in unindexable:
-        fresh_stats[st.path] = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, SKIPPED, now)
+        fresh_stats[st.path] = StatEntry(*_stat_key(st), SKIPPED, now)
     listed = {st.path for st in found.files}
     removed = [p for p in stored if p not in listed]
     store.update_stat_cache(fresh_stats, removed)
