@@ -92,6 +92,54 @@ def test_module_level_assignments_are_constants_or_variables() -> None:
     assert "C.field" not in defs and "f.LOCAL" not in defs
 
 
+def test_assignments_under_if_try_and_with_blocks_count_at_the_level_the_blocks_sit() -> None:
+    text = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    Alias = dict[str, int]\n"
+        "else:\n"
+        "    Alias = dict\n"
+        "try:\n"
+        "    import ujson as json\n"
+        "    HAS_UJSON = True\n"
+        "except ImportError:\n"
+        "    if sys.version_info >= (3, 11):\n"
+        "        fallback = None\n"
+        "    elif PYPY:\n"
+        "        fallback = 1\n"
+        "finally:\n"
+        "    CLEANED = True\n"
+        "with open('x') as f:\n"
+        "    DATA = f.read()\n"
+        "class Settings:\n"
+        "    if sys.platform == 'win32':\n"
+        "        SEPARATOR = ';'\n"
+        "        local_ish = 1\n"
+        "def run():\n"
+        "    if ready:\n"
+        "        LOCAL = 1\n"
+        "    try:\n"
+        "        result = go()\n"
+        "    except Error:\n"
+        "        result = None\n"
+        "for item in items:\n"
+        "    LOOPED = item\n"
+    )
+    defs = [(qualified_name(d), d.kind, d.line) for d in extract_facts(text, "python").definitions]
+    assert defs == [
+        ("Alias", "variable", 3),
+        ("Alias", "variable", 5),
+        ("HAS_UJSON", "constant", 8),
+        ("fallback", "variable", 11),
+        ("fallback", "variable", 13),
+        ("CLEANED", "constant", 15),
+        ("DATA", "constant", 17),
+        ("Settings", "class", 18),
+        ("Settings.SEPARATOR", "constant", 20),
+        ("run", "function", 22),
+    ]
+
+
 def test_imports_name_modules_and_imported_names() -> None:
     text = "import os.path\nimport json as j\nfrom . import util\nfrom ..pkg.mod import (\n    a,\n    b as c,\n)\nfrom x import *\n"
     imports = [(i.module, i.name, i.line) for i in extract_facts(text, "python").imports]

@@ -14,6 +14,13 @@ QUERY = r"""
 (class_definition) @def.class
 (module (assignment left: (identifier)) @def.var)
 (class_definition body: (block (assignment left: (identifier)) @def.classvar))
+(if_statement consequence: (block (assignment left: (identifier)) @def.blockvar))
+(elif_clause consequence: (block (assignment left: (identifier)) @def.blockvar))
+(else_clause body: (block (assignment left: (identifier)) @def.blockvar))
+(try_statement body: (block (assignment left: (identifier)) @def.blockvar))
+(except_clause (block (assignment left: (identifier)) @def.blockvar))
+(finally_clause (block (assignment left: (identifier)) @def.blockvar))
+(with_statement body: (block (assignment left: (identifier)) @def.blockvar))
 (type_alias_statement) @def.type
 (call function: (identifier) @call)
 (call function: (attribute attribute: (identifier) @call))
@@ -46,6 +53,28 @@ def _assignment_name(node: Node) -> list:
     return [(node.child_by_field_name("left"), None, None)]
 
 
+# Statements whose blocks still run at the level they sit at: `if TYPE_CHECKING:`, `try:` /
+# `except ImportError:`, `if sys.version_info >= ...:` and `with` define module (or class) names.
+_TRANSPARENT = frozenset({
+    "block", "if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+    "finally_clause", "with_statement",
+})  # fmt: skip
+
+
+def _block_assignment_kind(node: Node, name: str) -> str | None:
+    """An assignment inside if/try/with blocks counts where those blocks sit: module or class level."""
+    parent = node.parent
+    while parent is not None and parent.type in _TRANSPARENT:
+        parent = parent.parent
+    if parent is None:
+        return None
+    if parent.type == "module":
+        return constant_or_variable(node, name)
+    if parent.type == "class_definition":
+        return constant_only(node, name)
+    return None
+
+
 def _type_alias_name(node: Node) -> list:
     left = node.child_by_field_name("left")
     # `type X[T] = ...`: the name is the first identifier of the generic type.
@@ -73,7 +102,7 @@ RULES = {
     "python": LanguageRules(
         query=QUERY,
         names={"assignment": _assignment_name, "type_alias_statement": _type_alias_name},
-        kinds={"var": constant_or_variable, "classvar": constant_only},
+        kinds={"var": constant_or_variable, "classvar": constant_only, "blockvar": _block_assignment_kind},
         imports=_imports,
         noise=frozenset({"self", "cls"}),
     ),
