@@ -1,24 +1,48 @@
 """Code facts on the shared bench and at scale: `def` puts a gold file first on symbol queries,
-and def / refs / outline latency on a large corpus.
+def / refs / outline latency on a large corpus, and what facts add to a cold index.
 
-    python benchmarks/facts_quality.py                    # the six bench corpora (symbol queries)
-    python benchmarks/facts_quality.py --latency DIR      # p50/p95 of def/refs/outline on an indexed DIR
+    python benchmarks/facts_quality.py                     # the six bench corpora (symbol queries)
+    python benchmarks/facts_quality.py --latency DIR       # p50/p95 of def/refs/outline on DIR
+    python benchmarks/facts_quality.py --index-cost DIR    # cold lexical index of DIR, with and without facts
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import resource
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import quality  # noqa: E402
+import speed  # noqa: E402
 
 from ragraf import Index  # noqa: E402
+from ragraf.facts.model import unsupported  # noqa: E402
+
+# The bench corpora sit in a gitignored folder of this repository: without a ceiling, ragraf's
+# `git ls-files` would see the parent repository. (Set at import: spawned index workers see it too.)
+os.environ["GIT_CEILING_DIRECTORIES"] = os.pathsep.join(
+    [c for c in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if c]
+    + [str(quality.corpora.DATA_DIR)]
+)
+_NO_FACTS = "RAGRAF_BENCH_NO_FACTS"
+if os.environ.get(_NO_FACTS):
+    # The index run as it would be without facts: every language "unsupported", so the chunker
+    # walks the tree for its own symbols. Done at import so that spawned index workers, which
+    # import this script as their main module, run without facts too.
+    from ragraf.index import workers
+
+    workers.extract_facts = lambda text, language, tree=None: unsupported(language)  # type: ignore[assignment]
 
 
 def gold_first(embedder: str) -> None:
@@ -59,7 +83,8 @@ def _is_gold(path: str, gold: set[str]) -> bool:
 
 def latency(root: Path, samples: int = 200) -> None:
     """p50/p95 of def, refs and outline over names and files drawn from the index."""
-    idx = Index.open(root)
+    home = quality.HOMES_DIR / f"facts-latency-{root.resolve().name}"
+    idx = Index.open(root, home=home, embedder="none")
     idx.index(quiet=True, lexical_only=True)
     store = idx.store()
     rev = store.current_revision()
@@ -85,14 +110,77 @@ def latency(root: Path, samples: int = 200) -> None:
         )
 
 
+def index_cost(root: Path, rounds: int = 2) -> None:
+    """Cold lexical index of root with facts and without, alternating, each in a fresh process.
+
+    Wall time on a shared machine swings with its load, so CPU time (the index process and its
+    workers) is reported beside it, and is the steadier of the two.
+    """
+    best: dict[str, tuple[float, float]] = {}
+    files = 0
+    work = Path(tempfile.mkdtemp(prefix="ragraf-facts-cost-"))
+    try:
+        for round_no in range(rounds):
+            for mode in ("with facts", "without facts"):
+                env = {**os.environ, "RAGRAF_EMBEDDER": "none"}
+                env.pop(_NO_FACTS, None)
+                if mode == "without facts":
+                    env[_NO_FACTS] = "1"
+                home = work / f"home-{round_no}-{mode.replace(' ', '-')}"
+                out = subprocess.run(
+                    [sys.executable, __file__, "--cold-index", str(root), "--home", str(home)],
+                    env=env, check=True, capture_output=True, text=True,
+                ).stdout  # fmt: skip
+                wall, cpu, files = json.loads(out.strip().splitlines()[-1])
+                walls, cpus = best.get(mode, (wall, cpu))
+                best[mode] = (min(walls, wall), min(cpus, cpu))
+                print(f"  round {round_no + 1}: {mode:<14} {wall:6.1f} s wall {cpu:6.1f} s CPU", flush=True)
+                shutil.rmtree(home, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"cold lexical index of {files} files, best of {rounds} (target: facts add <= 30%)")
+    for i, unit in enumerate(("wall", "CPU")):
+        with_facts, without = best["with facts"][i], best["without facts"][i]
+        print(
+            f"  {unit:<4} {with_facts:6.1f} s with facts, {without:6.1f} s without"
+            f" ({100 * (with_facts / without - 1):+.0f}%)"
+        )
+
+
+def _cold_index(root: Path, home: Path) -> None:
+    """One cold lexical index; prints [wall s, CPU s, files] as JSON (the child of index_cost)."""
+    idx = Index.open(root, home=home, embedder="none")
+    cpu_before = _cpu_seconds()
+    started = time.perf_counter()
+    report = idx.index(full=True, quiet=True, lexical_only=True).to_dict()
+    wall = time.perf_counter() - started
+    cpu = _cpu_seconds() - cpu_before
+    idx.close()
+    print(json.dumps([wall, cpu, speed.files_total(report)]))
+
+
+def _cpu_seconds() -> float:
+    """User + system time of this process and its finished children (the index workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--latency", type=Path, help="an indexed (or indexable) folder to time def/refs/outline on"
     )
+    ap.add_argument("--index-cost", type=Path, help="a folder to index cold with and without facts")
+    ap.add_argument("--rounds", type=int, default=2, help="--index-cost: runs of each, the best counts")
+    ap.add_argument("--cold-index", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--embedder", default="none")
     args = ap.parse_args()
-    if args.latency:
+    if args.cold_index:
+        _cold_index(args.cold_index, args.home)
+    elif args.index_cost:
+        index_cost(args.index_cost, args.rounds)
+    elif args.latency:
         latency(args.latency)
     else:
         gold_first(args.embedder)

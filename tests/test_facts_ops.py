@@ -8,7 +8,7 @@ from support import cli_json, run_cli, write
 
 from ragraf import Index
 
-GO = "package net\n\nfunc ResolveHost(name string) string {\n\treturn name\n}\n\nfunc Dial() {\n\tResolveHost(\"x\")\n}\n"
+GO = 'package net\n\nfunc ResolveHost(name string) string {\n\treturn name\n}\n\nfunc Dial() {\n\tResolveHost("x")\n}\n'
 TS = "import { resolveHost } from './dns';\n\nexport class Agent {\n  connect() {\n    return resolveHost('a');\n  }\n}\n"
 
 
@@ -21,7 +21,9 @@ def test_def_exact_then_case_insensitive_then_qualified(sample: Path) -> None:
     lower = cli_json("def", "tcpconnector", "--root", str(sample))
     assert lower["results"][0]["name"] == "TCPConnector" and "matched case-insensitive" in lower["notes"]
     qualified = cli_json("def", "TCPConnector.connect", "--root", str(sample))
-    assert [(r["name"], r["container"], r["line"]) for r in qualified["results"]] == [("connect", "TCPConnector", 10)]
+    assert [(r["name"], r["container"], r["line"]) for r in qualified["results"]] == [
+        ("connect", "TCPConnector", 10)
+    ]
     module = cli_json("def", "app.server.resolve_host", "--root", str(sample))
     assert module["results"][0]["line"] == 14
 
@@ -37,7 +39,9 @@ def test_refs_and_calls_across_languages_grouped_by_enclosing_definition(sample:
     write(sample, {"net/dial.go": GO, "web/agent.ts": TS})
     cli_json("index", "--root", str(sample))
     calls = cli_json("refs", "resolve_host", "--calls", "--root", str(sample))["results"]
-    assert [(r["path"], r["line"], r["container"]) for r in calls] == [("src/app/server.py", 11, "TCPConnector.connect")]
+    assert [(r["path"], r["line"], r["container"]) for r in calls] == [
+        ("src/app/server.py", 11, "TCPConnector.connect")
+    ]
     go = cli_json("refs", "ResolveHost", "--calls", "--root", str(sample))["results"]
     assert [(r["path"], r["line"], r["container"]) for r in go] == [("net/dial.go", 8, "Dial")]
     ts = cli_json("refs", "resolveHost", "--root", str(sample))["results"]
@@ -51,7 +55,11 @@ def test_outline_is_a_tree_and_unknown_languages_fall_back_to_chunks(sample: Pat
     cli_json("index", "--root", str(sample))
     outline = cli_json("outline", "src/app/server.py", "--root", str(sample))["results"]
     assert [(r["name"], r["depth"]) for r in outline] == [
-        ("TCPConnector", 0), ("__init__", 1), ("connect", 1), ("resolve_host", 0)]
+        ("TCPConnector", 0),
+        ("__init__", 1),
+        ("connect", 1),
+        ("resolve_host", 0),
+    ]
     other = cli_json("outline", "conf/settings.ini", "--root", str(sample))
     assert other["capability"]["facts"] is False and other["results"][0]["kind"] == "chunk"
     assert any("no fact rules" in n for n in other["notes"])
@@ -60,8 +68,13 @@ def test_outline_is_a_tree_and_unknown_languages_fall_back_to_chunks(sample: Pat
 
 
 def test_odd_names_and_broken_files_never_crash(sample: Path) -> None:
-    write(sample, {"broken.py": "def ok():\n    pass\n\ndef broken(:\n    return\n\nclass Half", "many.py":
-                   "".join(f"def f{i}():\n    return {i}\n" for i in range(3000))})
+    write(
+        sample,
+        {
+            "broken.py": "def ok():\n    pass\n\ndef broken(:\n    return\n\nclass Half",
+            "many.py": "".join(f"def f{i}():\n    return {i}\n" for i in range(3000)),
+        },
+    )
     idx = Index.open(sample)
     idx.index()
     for name in (".*", "a[b", "(x)", "\\", "%", "_", "名前"):

@@ -114,6 +114,18 @@ def test_a_name_finds_its_dollar_prefixed_definition_and_back(tmp_path: Path) ->
 def test_an_exact_name_is_not_diluted_by_its_dollar_variant(tmp_path: Path) -> None:
     files = {
         "core/schemas.ts": "export interface $ZodType {\n  _zod: unknown;\n}\n",
-        "classic/schemas.ts": "export interface ZodType {\n  parse(): unknown;\n}\n",
+        # Even a definition that only extends the variant is what the name means (`z.ZodType`).
+        "classic/schemas.ts": "export interface ZodType extends core.$ZodType {\n  parse(): unknown;\n}\n",
     }
     assert ranked(tmp_path, files, "ZodType") == [("classic/schemas.ts", "interface")]
+
+
+def test_a_class_built_on_a_like_named_base_answers_for_its_name(tmp_path: Path) -> None:
+    # aiohttp's RequestInfo(_RequestInfo), zod's ZodString extends _ZodString: the base is a helper,
+    # the name asked for is the public class, so "the wrapped definition first" would be wrong here.
+    files = {
+        "pkg/client_reqrep.py": (
+            "class _RequestInfo(NamedTuple):\n    url: str\n\nclass RequestInfo(_RequestInfo):\n    pass\n"
+        ),
+    }
+    assert ranked(tmp_path, files, "RequestInfo") == [("pkg/client_reqrep.py", "class")]
