@@ -483,6 +483,14 @@ class PostgresStore:
         )
         return {row[0]: ManifestEntry(*row) for row in rows}
 
+    def manifest_entry(self, rev_no: int, path: str) -> ManifestEntry | None:
+        """One path's entry, without loading the whole manifest."""
+        row = self._row(
+            "SELECT path, sha256, content_id, size FROM manifest WHERE repo_id = %s AND rev_no = %s AND path = %s",
+            (self.repo_id, rev_no, path),
+        )
+        return ManifestEntry(*row) if row else None
+
     def manifest_hashes(self, rev_no: int) -> list[tuple[str, str]]:
         """(path, sha256) of every file of a revision: what its corpus hash is made of."""
         return self._rows(  # type: ignore[return-value]
