@@ -75,8 +75,9 @@ def _open_path_for_others(path: Path) -> None:
 class PgServer:
     """One PostgreSQL cluster in a temp dir, listening on 127.0.0.1:port only."""
 
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(self, base: Path | None = None, settings: dict[str, str] | None = None) -> None:
         self.bin = bin_dir()
+        self.settings = {"shared_buffers": "256MB", **(settings or {})}
         self.base = Path(tempfile.mkdtemp(prefix="ragraf-pg-", dir=base))
         self.data = self.base / "data"
         self.sockets = self.base / "sock"
@@ -123,8 +124,7 @@ class PgServer:
             options = (
                 f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.sockets} -c fsync=off "
                 "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
-                "-c shared_buffers=256MB"
-            )
+            ) + " ".join(f"-c {key}={value}" for key, value in self.settings.items())
             out = self._run(
                 "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options, "start",
                 timeout=90,
@@ -173,9 +173,11 @@ class PgServer:
         return self.dsn(name)
 
 
-def start_server(base: Path | None = None) -> PgServer:
-    """Init and start a throwaway cluster with a `ragraf_test` database; PgUnavailable if it cannot."""
-    server = PgServer(base)
+def start_server(base: Path | None = None, settings: dict[str, str] | None = None) -> PgServer:
+    """Init and start a throwaway cluster with a `ragraf_test` database; PgUnavailable if it cannot.
+
+    settings: server parameters over the defaults (e.g. {"shared_buffers": "1GB"})."""
+    server = PgServer(base, settings)
     try:
         server.init()
         server.start()
