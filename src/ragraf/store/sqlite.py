@@ -310,16 +310,20 @@ class SqliteStore:
                 )
                 content_id = int(cur.lastrowid or 0)
                 ids[key] = content_id
-                for c in item.chunks:
-                    cur = db.execute(
-                        "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (content_id, c.ord, c.start_line, c.end_line, c.symbol, c.text),
-                    )
-                    db.execute(
-                        "INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)",
-                        (cur.lastrowid, c.index_text, c.symbol or ""),
-                    )
+                db.executemany(
+                    "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(content_id, c.ord, c.start_line, c.end_line, c.symbol, c.text) for c in item.chunks],
+                )
+                chunk_ids = db.execute(
+                    "SELECT id FROM chunks WHERE content_id = ? ORDER BY ord", (content_id,)
+                ).fetchall()
+                db.executemany(
+                    "INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)",
+                    [
+                        (row[0], c.index_text, c.symbol or "")
+                        for row, c in zip(chunk_ids, item.chunks, strict=True)
+                    ],
+                )
                 db.executemany(
                     "INSERT INTO facts (content_id, kind, name, name_lower, def_kind, container, line, start_line, "
                     "end_line, signature, is_call, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
