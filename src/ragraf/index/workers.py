@@ -14,10 +14,9 @@ from ragraf.config import Settings
 from ragraf.corpus import Unindexable, extract
 from ragraf.facts import extract_facts, qualified_name
 from ragraf.languages import TREE_SITTER_LANGUAGES
-from ragraf.store import ChunkRecord, ContentBundle, FactRecord
+from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord
 from ragraf.tokens import index_text
 
-ContentKey = tuple[str, str, str]
 # Below this many files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 64
 

@@ -31,6 +31,7 @@ from ragraf.errors import ConfigError, IndexMissingError, LockHeldError, StoreEr
 from ragraf.store.base import (
     ChunkHit,
     ContentBundle,
+    ContentKey,
     DriftEntry,
     DriftEvent,
     FactHit,
@@ -42,7 +43,6 @@ from ragraf.store.base import (
 from ragraf.store.postgres_migrations import BOOTSTRAP, MIGRATIONS, SCHEMA, TS_CONFIG
 from ragraf.store.sqlite import dedupe_key
 
-ContentKey = tuple[str, str, str]  # (sha256, language, chunker)
 T = TypeVar("T")
 
 # Advisory lock keys (classid, objid): "RAGF" + a purpose, objid = repository / model id.
