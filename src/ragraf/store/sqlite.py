@@ -161,10 +161,8 @@ class SqliteStore:
             ).fetchone()[0]
             nxt = max(nxt, db.execute("SELECT coalesce(max(rev_no), 0) + 1 FROM revisions").fetchone()[0])
             prior = db.execute("SELECT max(rev_no) FROM revisions WHERE view = ?", (self.view,)).fetchone()[0]
-            if new.parent is not None and new.parent != prior:
-                new = new.whole(
-                    self.manifest(new.parent)
-                )  # not a change to this view's newest: write it whole
+            if new.parent is not None and new.parent != prior:  # not a change to this view's newest
+                new = new.whole(self.manifest(new.parent))
             if new.parent is None:
                 came, gone = self._write_manifest(db, nxt, prior, new.manifest)
                 files, n_chunks = len(new.manifest), _chunks_of(db, {e.content_id for e in new.manifest})
@@ -261,9 +259,9 @@ class SqliteStore:
             i for i in {e.content_id for e in new.manifest} if not db.execute(named, (i, parent)).fetchone()
         ]
         gone = [i for i in replaced if not db.execute(named, (i, rev_no)).fetchone()]
-        before = db.execute("SELECT files, chunks FROM revisions WHERE rev_no = ?", (parent,)).fetchone()
+        chunks = db.execute("SELECT chunks FROM revisions WHERE rev_no = ?", (parent,)).fetchone()[0]
         files = db.execute("SELECT count(*) FROM manifest WHERE rev_no = ?", (rev_no,)).fetchone()[0]
-        return came, gone, files, before[1] + _chunks_of(db, set(came)) - _chunks_of(db, set(gone))
+        return came, gone, files, chunks + _chunks_of(db, set(came)) - _chunks_of(db, set(gone))
 
     def _revision_name(self, db: sqlite3.Connection, rev_no: int, base_rev: str | None) -> str:
         """rev-0012 for the base; rev-0012+wt-feature-x.3 for the third revision of a work tree's view."""
