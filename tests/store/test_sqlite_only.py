@@ -92,6 +92,32 @@ def test_a_fully_embedded_revision_is_remembered_until_retention_drops_it(tmp_pa
     assert not store.db.execute("SELECT count(*) FROM meta WHERE key LIKE 'covered:%'").fetchone()[0]
 
 
+def test_after_a_fully_embedded_revision_only_new_contents_are_asked_for_vectors(tmp_path: Path) -> None:
+    from store.sample_index import commit_files
+
+    from ragraf.config import load_settings
+    from ragraf.store.sqlite import SqliteStore
+
+    settings = load_settings(tmp_path)
+    store = SqliteStore(tmp_path / "index.db", create=True)
+    first = commit_files(store, settings, SAMPLE)
+    store.add_vectors(
+        "m", [(c.chunk_id, bytes(16)) for c in store.chunks_missing_vectors(first.rev_no, "m", 1000)], 4
+    )
+    store.mark_covered(first.rev_no, "m")
+    second = commit_files(store, settings, {**SAMPLE, "extra.py": "def extra():\n    return 1\n"})
+    missing = store.chunks_missing_vectors(second.rev_no, "m", 1000)
+    assert [c.path for c in missing] == ["extra.py"]
+    total = store.count_chunks(second.rev_no)
+    assert store.vector_coverage(second.rev_no, "m") == (total - len(missing)) / total
+    # Another model has no fully embedded revision: every chunk is asked for.
+    assert len(store.chunks_missing_vectors(second.rev_no, "other", 1000)) == total
+    store.add_vectors("m", [(c.chunk_id, bytes(16)) for c in missing], 4)
+    assert store.vector_coverage(second.rev_no, "m") == 1.0 and not store.chunks_missing_vectors(
+        second.rev_no, "m", 1000
+    )
+
+
 def test_a_searching_handle_reads_only_the_vectors_a_new_revision_adds(tmp_path: Path) -> None:
     import numpy as np
     from store.sample_index import commit_files, sha

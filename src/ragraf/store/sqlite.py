@@ -547,13 +547,34 @@ class SqliteStore:
         self, rev_no: int, model: str, limit: int, after_id: int = 0
     ) -> list[ChunkHit]:
         """Chunks of a revision without a vector for model, by id after after_id (each chunk once)."""
+        fresh, args = self._unvouched_contents(rev_no, model)
         rows = self.db.execute(
-            "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM manifest m "
-            "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND c.id > ? AND NOT EXISTS "
-            "(SELECT 1 FROM vectors v WHERE v.model = ? AND v.chunk_id = c.id) GROUP BY c.id ORDER BY c.id LIMIT ?",
-            (rev_no, after_id, model, limit),
+            f"WITH fresh AS MATERIALIZED ({fresh}) "
+            "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM fresh f "
+            "JOIN chunks c ON c.content_id = f.content_id "
+            "JOIN manifest m INDEXED BY manifest_by_revision ON m.rev_no = ? AND m.content_id = c.content_id "
+            "WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.chunk_id = c.id) "
+            "GROUP BY c.id ORDER BY c.id LIMIT ?",
+            (*args, rev_no, after_id, model, limit),
         ).fetchall()
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in rows]
+
+    def _unvouched_contents(self, rev_no: int, model: str) -> tuple[str, tuple[int, ...]]:
+        """A query for the revision's contents that may lack vectors of model: those the newest
+        earlier fully embedded revision does not hold (so a one-file revision checks one content,
+        not 100,000), or all of them when no earlier revision is fully embedded."""
+        covered = [
+            int(key.split(":", 2)[1])
+            for (key,) in self.db.execute("SELECT key FROM meta WHERE key LIKE 'covered:%'")
+            if key.split(":", 2)[2:] == [model] and int(key.split(":", 2)[1]) < rev_no
+        ]
+        if not covered:
+            return "SELECT DISTINCT content_id FROM manifest WHERE rev_no = ?", (rev_no,)
+        return (
+            "SELECT DISTINCT m.content_id FROM manifest m WHERE m.rev_no = ? AND NOT EXISTS "
+            "(SELECT 1 FROM manifest r WHERE r.rev_no = ? AND r.content_id = m.content_id)",
+            (rev_no, max(covered)),
+        )
 
     def add_vectors(self, model: str, items: list[tuple[int, bytes]], dim: int) -> None:
         if not items:
@@ -572,16 +593,16 @@ class SqliteStore:
         if self.db.execute("SELECT 1 FROM meta WHERE key = ?", (_covered_key(rev_no, model),)).fetchone():
             self._covered.add((rev_no, model))
             return 1.0
-        row = self.db.execute(
-            "SELECT count(DISTINCT c.id), count(DISTINCT v.chunk_id) FROM manifest m "
-            "JOIN chunks c ON c.content_id = m.content_id "
-            "LEFT JOIN vectors v ON v.chunk_id = c.id AND v.model = ? WHERE m.rev_no = ?",
-            (model, rev_no),
-        ).fetchone()
-        total, covered = row
-        if covered == total:
+        fresh, args = self._unvouched_contents(rev_no, model)
+        missing = self.db.execute(
+            f"SELECT count(*) FROM chunks c WHERE c.content_id IN ({fresh}) "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)",
+            (*args, model),
+        ).fetchone()[0]
+        total = self.count_chunks(rev_no)
+        if not missing:
             self._covered.add((rev_no, model))
-        return 1.0 if not total else covered / total
+        return 1.0 if not total else (total - missing) / total
 
     def mark_covered(self, rev_no: int, model: str) -> None:
         """Record that every chunk of the revision has a vector of model (the writer says so)."""
