@@ -21,7 +21,9 @@ from ragraf import Index  # noqa: E402
 from ragraf.search.rank import OFF_BY_DEFAULT, RULES  # noqa: E402
 
 
-def run(mode: str, embedder: str | None, variants: dict[str, dict[str, bool] | None]) -> dict[str, dict[str, float]]:
+def run(
+    mode: str, embedder: str | None, variants: dict[str, dict[str, bool] | None]
+) -> dict[str, dict[str, float]]:
     """NDCG@10 per variant, per category and overall."""
     scores: dict[str, dict[str, list[float]]] = {v: {} for v in variants}
     for corpus in quality.bench_corpora(None, quality.corpora.SHARED_BENCH):
@@ -31,8 +33,10 @@ def run(mode: str, embedder: str | None, variants: dict[str, dict[str, bool] | N
         for task in corpus.tasks:
             for name, rules in variants.items():
                 env = idx.search(task.query, k=10, mode=mode, rules=rules)
-                chunks = [quality.Chunk(quality.annotation_path(r.path, corpus.prefix), r.start_line, r.end_line)
-                          for r in env.results]
+                chunks = [
+                    quality.Chunk(quality.annotation_path(r.path, corpus.prefix), r.start_line, r.end_line)
+                    for r in env.results
+                ]
                 s = score_query(chunks, task.relevant, task.secondary).ndcg10
                 scores[name].setdefault(task.category, []).append(s)
                 scores[name].setdefault("overall", []).append(s)
@@ -51,8 +55,10 @@ def main() -> None:
     table = run(args.mode, args.embedder, variants)
     print(f"{'variant':<28} {'overall':>8} {'semantic':>9} {'architecture':>13} {'symbol':>7}")
     for name, row in table.items():
-        print(f"{name:<28} {row['overall']:>8.3f} {row.get('semantic', 0):>9.3f} "
-              f"{row.get('architecture', 0):>13.3f} {row.get('symbol', 0):>7.3f}")
+        print(
+            f"{name:<28} {row['overall']:>8.3f} {row.get('semantic', 0):>9.3f} "
+            f"{row.get('architecture', 0):>13.3f} {row.get('symbol', 0):>7.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -96,8 +96,23 @@ def download_sdist(requirement: str) -> Path:
             return hit
     DOWNLOADS_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=DOWNLOADS_DIR) as tmp:
-        _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-              "--disable-pip-version-check", "-q", "-d", tmp, requirement], cwd=DOWNLOADS_DIR)
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                tmp,
+                requirement,
+            ],
+            cwd=DOWNLOADS_DIR,
+        )
         files = [p for p in Path(tmp).iterdir() if p.is_file()]
         if len(files) != 1:
             raise RuntimeError(f"pip download {requirement}: expected one archive, got {files}")
@@ -138,7 +153,7 @@ def unpack(archive: Path, dest: Path, strip: str = "", into: str = "") -> int:
             if strip:
                 if not name.startswith(strip):
                     continue
-                name = name[len(strip):]
+                name = name[len(strip) :]
             if not name or name.startswith("/") or ".." in Path(name).parts:
                 continue
             m.name = name

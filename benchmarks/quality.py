@@ -34,7 +34,12 @@ except ModuleNotFoundError:  # run as a script: python benchmarks/quality.py
 
 METRICS = metric.METRICS
 Chunk, QueryScore, Target = metric.Chunk, metric.QueryScore, metric.Target
-mean, parse_target, percentile, score_query = metric.mean, metric.parse_target, metric.percentile, metric.score_query
+mean, parse_target, percentile, score_query = (
+    metric.mean,
+    metric.parse_target,
+    metric.percentile,
+    metric.score_query,
+)
 
 MODES = ("hybrid", "lexical", "vector")
 CATEGORIES = ("semantic", "architecture", "symbol")
@@ -43,7 +48,12 @@ HOMES_DIR = corpora.DATA_DIR / ".homes"
 
 # The published anchors of bench/README.md and issue 4 (semble, per repository and overall).
 SEMBLE_NDCG10 = {
-    "aiohttp": 0.852, "fastapi": 0.787, "pydantic": 0.792, "express": 0.910, "trpc": 0.811, "zod": 0.615,
+    "aiohttp": 0.852,
+    "fastapi": 0.787,
+    "pydantic": 0.792,
+    "express": 0.910,
+    "trpc": 0.811,
+    "zod": 0.615,
 }
 
 
@@ -93,9 +103,15 @@ class QueryRecord:
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return {
-            "repo": self.repo, "category": self.category, "mode": self.mode, "query": self.query,
-            **self.score.to_dict(), "latency_ms": round(self.latency_ms, 3), "top": self.top,
-            "degraded": self.degraded, "error": self.error,
+            "repo": self.repo,
+            "category": self.category,
+            "mode": self.mode,
+            "query": self.query,
+            **self.score.to_dict(),
+            "latency_ms": round(self.latency_ms, 3),
+            "top": self.top,
+            "degraded": self.degraded,
+            "error": self.error,
         }
 
 
@@ -126,12 +142,14 @@ def load_tasks(path: Path) -> tuple[Task, ...]:
         if not isinstance(item, dict) or "query" not in item:
             raise SystemExit(f"{path}: entry {i} has no 'query'")
         category = item.get("category")
-        tasks.append(Task(
-            query=str(item["query"]),
-            relevant=tuple(parse_target(t) for t in item.get("relevant", [])),
-            secondary=tuple(parse_target(t) for t in item.get("secondary", [])),
-            category=category if isinstance(category, str) else infer_category(str(item["query"])),
-        ))
+        tasks.append(
+            Task(
+                query=str(item["query"]),
+                relevant=tuple(parse_target(t) for t in item.get("relevant", [])),
+                secondary=tuple(parse_target(t) for t in item.get("secondary", [])),
+                category=category if isinstance(category, str) else infer_category(str(item["query"])),
+            )
+        )
     return tuple(tasks)
 
 
@@ -143,8 +161,15 @@ def bench_corpora(names: Sequence[str] | None, bench_dir: Path) -> list[Corpus]:
             continue
         if not corpora.is_ready(spec.name):
             raise SystemExit(f"corpus {spec.name} is not laid out: run python benchmarks/corpora.py")
-        out.append(Corpus(spec.name, spec.root, spec.index_root.strip("/"),
-                          load_tasks(bench_dir / "annotations" / f"{spec.name}.json"), spec.language))
+        out.append(
+            Corpus(
+                spec.name,
+                spec.root,
+                spec.index_root.strip("/"),
+                load_tasks(bench_dir / "annotations" / f"{spec.name}.json"),
+                spec.language,
+            )
+        )
     if names:
         missing = set(names) - {c.name for c in out}
         if missing:
@@ -193,9 +218,13 @@ def evaluate(
     wall = clock() - t0
     info = report.to_dict() if hasattr(report, "to_dict") else dict(report)
     run.index = {
-        "wall_s": round(wall, 3), "duration_s": info.get("duration_s"), "full": full,
-        "files": _count(info.get("files")), "chunks": _count(info.get("chunks")),
-        "index_rev": info.get("index_rev"), "embeddings": info.get("embeddings"),
+        "wall_s": round(wall, 3),
+        "duration_s": info.get("duration_s"),
+        "full": full,
+        "files": _count(info.get("files")),
+        "chunks": _count(info.get("chunks")),
+        "index_rev": info.get("index_rev"),
+        "embeddings": info.get("embeddings"),
     }
     for mode in modes:
         if corpus.tasks:  # warm-up: load whatever the first query of a mode loads
@@ -213,20 +242,29 @@ def evaluate(
             except Exception as exc:  # one failing query must not hide the other figures
                 error = f"{type(exc).__name__}: {exc}"
             results = list(env.results)[:K] if env is not None else []
-            chunks = [Chunk(annotation_path(r.path, corpus.prefix), int(r.start_line), int(r.end_line))
-                      for r in results]
-            run.records.append(QueryRecord(
-                repo=corpus.name, category=task.category, mode=mode, query=task.query,
-                score=score_query(chunks, task.relevant, task.secondary, K),
-                latency_ms=statistics.median(times) if times else 0.0,
-                top=[f"{c.path}:{c.start_line}-{c.end_line}" for c in chunks],
-                degraded=_envelope_degraded(env) if env is not None else False, error=error,
-            ))
+            chunks = [
+                Chunk(annotation_path(r.path, corpus.prefix), int(r.start_line), int(r.end_line))
+                for r in results
+            ]
+            run.records.append(
+                QueryRecord(
+                    repo=corpus.name,
+                    category=task.category,
+                    mode=mode,
+                    query=task.query,
+                    score=score_query(chunks, task.relevant, task.secondary, K),
+                    latency_ms=statistics.median(times) if times else 0.0,
+                    top=[f"{c.path}:{c.start_line}-{c.end_line}" for c in chunks],
+                    degraded=_envelope_degraded(env) if env is not None else False,
+                    error=error,
+                )
+            )
     return run
 
 
-def open_index(root: Path, name: str, embedder: str | None, home_dir: Path = HOMES_DIR,
-               fresh: bool = False) -> IndexLike:
+def open_index(
+    root: Path, name: str, embedder: str | None, home_dir: Path = HOMES_DIR, fresh: bool = False
+) -> IndexLike:
     """ragraf.Index for root with its own home under benchmarks/data/.homes/<name>-<embedder>.
 
     fresh: remove that home first, so the index time is a cold build (the machine-wide embedding
@@ -244,8 +282,9 @@ def open_index(root: Path, name: str, embedder: str | None, home_dir: Path = HOM
     return Index.open(root, **overrides)
 
 
-def _rows(records: Sequence[QueryRecord], key: Callable[[QueryRecord], str], order: Iterable[str]) -> list[
-        tuple[str, dict[str, float]]]:
+def _rows(
+    records: Sequence[QueryRecord], key: Callable[[QueryRecord], str], order: Iterable[str]
+) -> list[tuple[str, dict[str, float]]]:
     """Mean metrics per group value, in the given order (groups with no queries left out)."""
     out = []
     for value in order:
@@ -258,7 +297,11 @@ def _rows(records: Sequence[QueryRecord], key: Callable[[QueryRecord], str], ord
 def latency(records: Sequence[QueryRecord]) -> dict[str, float]:
     """p50/p95 of the per-query median latencies (ms)."""
     lat = [r.latency_ms for r in records if r.error is None]
-    return {"p50_ms": round(percentile(lat, 50), 3), "p95_ms": round(percentile(lat, 95), 3), "timed": len(lat)}
+    return {
+        "p50_ms": round(percentile(lat, 50), 3),
+        "p95_ms": round(percentile(lat, 95), 3),
+        "timed": len(lat),
+    }
 
 
 def summarize(runs: Sequence[CorpusRun], modes: Sequence[str]) -> dict[str, object]:
@@ -285,7 +328,8 @@ def summarize(runs: Sequence[CorpusRun], modes: Sequence[str]) -> dict[str, obje
             "errors": sum(r.error is not None for r in recs),
         }
     return {
-        "k": K, "modes": list(modes),
+        "k": K,
+        "modes": list(modes),
         "index": {r.name: r.index for r in runs},
         "results": by_mode,
         "queries": [rec.to_dict() for rec in records],
@@ -293,8 +337,10 @@ def summarize(runs: Sequence[CorpusRun], modes: Sequence[str]) -> dict[str, obje
 
 
 def _fmt_row(label: str, v: dict[str, float], extra: str = "") -> str:
-    return (f"  {label:<26} {int(v.get('n', 0)):>4} {v['ndcg10']:>8.3f} {v['recall1']:>6.3f} "
-            f"{v['recall5']:>6.3f} {v['recall10']:>6.3f} {v['mrr10']:>7.3f}{extra}")
+    return (
+        f"  {label:<26} {int(v.get('n', 0)):>4} {v['ndcg10']:>8.3f} {v['recall1']:>6.3f} "
+        f"{v['recall5']:>6.3f} {v['recall10']:>6.3f} {v['mrr10']:>7.3f}{extra}"
+    )
 
 
 def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
@@ -306,20 +352,30 @@ def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
     p("Index")
     p(f"  {'corpus':<12} {'files':>6} {'chunks':>7} {'wall s':>8}  rev")
     for name, info in summary["index"].items():
-        p(f"  {name:<12} {info.get('files') or '-':>6} {info.get('chunks') or '-':>7} "
-          f"{info['wall_s']:>8.2f}  {info.get('index_rev') or '-'}{'' if info.get('full') else ' (incremental)'}")
+        p(
+            f"  {name:<12} {info.get('files') or '-':>6} {info.get('chunks') or '-':>7} "
+            f"{info['wall_s']:>8.2f}  {info.get('index_rev') or '-'}{'' if info.get('full') else ' (incremental)'}"
+        )
     head = f"  {'':<26} {'n':>4} {'NDCG@10':>8} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}"
     for mode in summary["modes"]:
         res = summary["results"][mode]
         lat = res["latency"]
         p()
-        p(f"Mode {mode}: search p50 {lat['p50_ms']:.1f} ms, p95 {lat['p95_ms']:.1f} ms (warm, k={summary['k']})"
-          + (f"  [{res['degraded_queries']} degraded answers]" if res["degraded_queries"] else "")
-          + (f"  [{res['errors']} errors]" if res["errors"] else ""))
+        p(
+            f"Mode {mode}: search p50 {lat['p50_ms']:.1f} ms, p95 {lat['p95_ms']:.1f} ms (warm, k={summary['k']})"
+            + (f"  [{res['degraded_queries']} degraded answers]" if res["degraded_queries"] else "")
+            + (f"  [{res['errors']} errors]" if res["errors"] else "")
+        )
         p(head + f" {'p50 ms':>7} {'p95 ms':>7} {'semble':>7}")
         for repo, v in res["by_repo"].items():
             anchor = SEMBLE_NDCG10.get(repo)
-            p(_fmt_row(repo, v, f" {v['p50_ms']:>7.1f} {v['p95_ms']:>7.1f} {f'{anchor:.3f}' if anchor is not None else '':>7}"))
+            p(
+                _fmt_row(
+                    repo,
+                    v,
+                    f" {v['p50_ms']:>7.1f} {v['p95_ms']:>7.1f} {f'{anchor:.3f}' if anchor is not None else '':>7}",
+                )
+            )
         for cat, v in res["by_category"].items():
             p(_fmt_row(f"[{cat}]", v))
         p(_fmt_row("overall (mean of queries)", res["overall"]))
@@ -331,13 +387,21 @@ def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
         p("NDCG@10 by mode" + ("  (delta = hybrid - lexical)" if {"hybrid", "lexical"} <= set(modes) else ""))
         p(f"  {'':<26}" + "".join(f" {m:>8}" for m in modes) + ("    delta" if "hybrid" in modes else ""))
         first = summary["results"][modes[0]]
-        labels = [(r, "by_repo", r) for r in first["by_repo"]] + [
-            (f"[{c}]", "by_category", c) for c in first["by_category"]] + [("overall", "overall", None)]
+        labels = (
+            [(r, "by_repo", r) for r in first["by_repo"]]
+            + [(f"[{c}]", "by_category", c) for c in first["by_category"]]
+            + [("overall", "overall", None)]
+        )
         for label, group, key in labels:
-            vals = {m: (summary["results"][m][group][key] if key else summary["results"][m][group]).get("ndcg10", 0.0)
-                    for m in modes}
-            delta = (f" {vals['hybrid'] - vals['lexical']:>+8.3f}"
-                     if {"hybrid", "lexical"} <= set(modes) else "")
+            vals = {
+                m: (summary["results"][m][group][key] if key else summary["results"][m][group]).get(
+                    "ndcg10", 0.0
+                )
+                for m in modes
+            }
+            delta = (
+                f" {vals['hybrid'] - vals['lexical']:>+8.3f}" if {"hybrid", "lexical"} <= set(modes) else ""
+            )
             p(f"  {label:<26}" + "".join(f" {vals[m]:>8.3f}" for m in modes) + delta)
 
 
@@ -346,8 +410,11 @@ def print_misses(runs: Sequence[CorpusRun], out: Any = sys.stderr) -> None:
     for run in runs:
         for rec in run.records:
             if rec.score.ndcg10 < 1.0 or rec.error:
-                print(f"[{rec.mode}] {rec.repo} {rec.category:<12} ndcg={rec.score.ndcg10:.3f} "
-                      f"ranks={list(rec.score.ranks)} q={rec.query!r}", file=out)
+                print(
+                    f"[{rec.mode}] {rec.repo} {rec.category:<12} ndcg={rec.score.ndcg10:.3f} "
+                    f"ranks={list(rec.score.ranks)} q={rec.query!r}",
+                    file=out,
+                )
                 if rec.error:
                     print(f"    error: {rec.error}", file=out)
                 for t in rec.top[:5]:
@@ -363,14 +430,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: hybrid,lexical,vector")
     ap.add_argument("--repos", default="", help="comma-separated bench repositories (default: all six)")
-    ap.add_argument("--embedder", default=None, help="embedder passed to ragraf (none|local|ollama|openai); "
-                                                     "default: ragraf's default")
+    ap.add_argument(
+        "--embedder",
+        default=None,
+        help="embedder passed to ragraf (none|local|ollama|openai); default: ragraf's default",
+    )
     ap.add_argument("--annotations", type=Path, help="an annotation file in the bench format")
     ap.add_argument("--corpus", type=Path, help="the repository the annotation paths are relative to")
     ap.add_argument("--index-root", default="", help="with --corpus: index only this subfolder of it")
     ap.add_argument("--bench", type=Path, default=corpora.SHARED_BENCH, help="the shared bench folder")
     ap.add_argument("--homes", type=Path, default=HOMES_DIR, help="where the index homes go")
-    ap.add_argument("--incremental", action="store_true", help="reuse an existing index (default: a cold build in a fresh home)")
+    ap.add_argument(
+        "--incremental",
+        action="store_true",
+        help="reuse an existing index (default: a cold build in a fresh home)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per query (median kept)")
     ap.add_argument("--json", action="store_true", help="print the JSON summary on stdout (tables on stderr)")
     ap.add_argument("--out", type=Path, help="also write the JSON summary to this file")
@@ -393,8 +467,14 @@ def main(argv: list[str] | None = None) -> int:
         if not corpus_dir.is_dir():
             ap.error(f"--corpus {corpus_dir} is not a folder")
         prefix = args.index_root.strip("/")
-        todo = [Corpus(args.annotations.stem, corpus_dir / prefix if prefix else corpus_dir, prefix,
-                       load_tasks(args.annotations))]
+        todo = [
+            Corpus(
+                args.annotations.stem,
+                corpus_dir / prefix if prefix else corpus_dir,
+                prefix,
+                load_tasks(args.annotations),
+            )
+        ]
     else:
         todo = bench_corpora(_csv(args.repos) or None, args.bench)
 

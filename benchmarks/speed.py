@@ -79,8 +79,17 @@ NL_QUERIES: tuple[str, ...] = (
     "why can the request body only be read once",
 )
 IDENT_QUERIES: tuple[str, ...] = (
-    "QuerySet", "get_object_or_404", "HttpResponseRedirect", "CsrfViewMiddleware", "ModelAdmin",
-    "select_related", "render_to_string", "Symbol", "lambdify", "RegexLexer", "HtmlFormatter",
+    "QuerySet",
+    "get_object_or_404",
+    "HttpResponseRedirect",
+    "CsrfViewMiddleware",
+    "ModelAdmin",
+    "select_related",
+    "render_to_string",
+    "Symbol",
+    "lambdify",
+    "RegexLexer",
+    "HtmlFormatter",
     "get_lexer_by_name",
 )
 
@@ -113,7 +122,12 @@ class Figure:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        d: dict[str, object] = {"key": self.key, "label": self.label, "value": round(self.value, 4), "unit": self.unit}
+        d: dict[str, object] = {
+            "key": self.key,
+            "label": self.label,
+            "value": round(self.value, 4),
+            "unit": self.unit,
+        }
         if self.target:
             op, bound = TARGETS[self.target]
             d.update(target=f"{op} {bound:g}", verdict=self.verdict())
@@ -147,7 +161,9 @@ def pick_file(root: Path) -> Path:
     """A deterministic mid-sized source file to edit (a .py file when there is one)."""
     candidates = sorted(p for p in root.rglob("*.py") if p.is_file() and ".ragraf" not in p.parts)
     if not candidates:
-        candidates = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".js", ".ts", ".md", ".txt"})
+        candidates = sorted(
+            p for p in root.rglob("*") if p.is_file() and p.suffix in {".js", ".ts", ".md", ".txt"}
+        )
     if not candidates:
         raise SystemExit(f"no file to edit under {root}")
     by_size = sorted(candidates, key=lambda p: (p.stat().st_size, str(p)))
@@ -202,7 +218,9 @@ def _changed(report: dict[str, Any]) -> str:
     f = report.get("files", {})
     if not isinstance(f, dict):
         return "?"
-    return "+{added} ~{modified} -{deleted}".format(**{k: f.get(k, 0) for k in ("added", "modified", "deleted")})
+    return "+{added} ~{modified} -{deleted}".format(
+        **{k: f.get(k, 0) for k in ("added", "modified", "deleted")}
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -232,17 +250,38 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             wall, rep = timed(lambda: idx.index(full=True, quiet=True))
             rep = rep.to_dict()
             n_files, chunks = files_total(rep), rep.get("chunks")
-            figures.append(Figure("cold_files_per_s", "cold index, lexical (library)", n_files / wall, "files/s",
-                                  "cold_files_per_s"))
+            figures.append(
+                Figure(
+                    "cold_files_per_s",
+                    "cold index, lexical (library)",
+                    n_files / wall,
+                    "files/s",
+                    "cold_files_per_s",
+                )
+            )
             figures.append(Figure("cold_s", f"  {n_files} files, {_count(chunks)} chunks", wall, "s"))
 
             log("no-change re-index ...")
             lib = [timed(lambda: idx.index(quiet=True))[0] for _ in range(args.repeat)]
-            figures.append(Figure("nochange_lib_s", "no-change re-index (library)", statistics.median(lib), "s",
-                                  "nochange_s"))
+            figures.append(
+                Figure(
+                    "nochange_lib_s",
+                    "no-change re-index (library)",
+                    statistics.median(lib),
+                    "s",
+                    "nochange_s",
+                )
+            )
             cli = [cli_index(root, cli_env) for _ in range(args.repeat)]
-            figures.append(Figure("nochange_cli_s", "no-change re-index (CLI, end to end)",
-                                  statistics.median(w for w, _ in cli), "s", "nochange_s"))
+            figures.append(
+                Figure(
+                    "nochange_cli_s",
+                    "no-change re-index (CLI, end to end)",
+                    statistics.median(w for w, _ in cli),
+                    "s",
+                    "nochange_s",
+                )
+            )
             if any(_changed(r) != "+0 ~0 -0" for _, r in cli):
                 notes.append(f"no-change CLI runs reported changes: {[_changed(r) for _, r in cli]}")
 
@@ -261,10 +300,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 cli_walls.append(w)
                 if _changed(r) != "+0 ~1 -0":
                     notes.append(f"CLI one-file run {i} reported {_changed(r)}")
-            figures.append(Figure("onefile_lib_s", "one-file change re-index (library)", statistics.median(lib), "s",
-                                  "onefile_s"))
-            figures.append(Figure("onefile_cli_s", "one-file change re-index (CLI, end to end)",
-                                  statistics.median(cli_walls), "s", "onefile_s"))
+            figures.append(
+                Figure(
+                    "onefile_lib_s",
+                    "one-file change re-index (library)",
+                    statistics.median(lib),
+                    "s",
+                    "onefile_s",
+                )
+            )
+            figures.append(
+                Figure(
+                    "onefile_cli_s",
+                    "one-file change re-index (CLI, end to end)",
+                    statistics.median(cli_walls),
+                    "s",
+                    "onefile_s",
+                )
+            )
 
             nl, ident = load_queries(args.queries)
             log(f"lexical search over {len(nl) + len(ident)} queries ...")
@@ -275,20 +328,39 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 # the second on, a long-running process watches the folders and stats only on change.
                 first = timed(idx.status)[0] * 1000
                 warm = [timed(idx.status)[0] * 1000 for _ in range(max(20, args.repeat))][1:]
-                figures.append(Figure("status_first_ms", "status, first read of a process (stat pass)", first, "ms"))
-                figures.append(Figure("status_ms", "status, later reads (watched; p50)", statistics.median(warm), "ms"))
+                figures.append(
+                    Figure("status_first_ms", "status, first read of a process (stat pass)", first, "ms")
+                )
+                figures.append(
+                    Figure("status_ms", "status, later reads (watched; p50)", statistics.median(warm), "ms")
+                )
             lat_nl = search_latencies(idx, nl, "lexical", args.repeat)
             lat_id = search_latencies(idx, ident, "lexical", args.repeat)
             lat = lat_nl + lat_id
             figures += [
-                Figure("search_p50_ms", f"lexical search p50 ({len(lat)} queries, k=10)",
-                       metric.percentile(lat, 50), "ms", "search_p50_ms"),
-                Figure("search_p95_ms", "lexical search p95", metric.percentile(lat, 95), "ms", "search_p95_ms"),
-                Figure("search_nl_p50_ms", f"  natural language p50 / p95 ({len(lat_nl)})",
-                       metric.percentile(lat_nl, 50), "ms"),
+                Figure(
+                    "search_p50_ms",
+                    f"lexical search p50 ({len(lat)} queries, k=10)",
+                    metric.percentile(lat, 50),
+                    "ms",
+                    "search_p50_ms",
+                ),
+                Figure(
+                    "search_p95_ms", "lexical search p95", metric.percentile(lat, 95), "ms", "search_p95_ms"
+                ),
+                Figure(
+                    "search_nl_p50_ms",
+                    f"  natural language p50 / p95 ({len(lat_nl)})",
+                    metric.percentile(lat_nl, 50),
+                    "ms",
+                ),
                 Figure("search_nl_p95_ms", "", metric.percentile(lat_nl, 95), "ms"),
-                Figure("search_ident_p50_ms", f"  identifiers p50 / p95 ({len(lat_id)})",
-                       metric.percentile(lat_id, 50), "ms"),
+                Figure(
+                    "search_ident_p50_ms",
+                    f"  identifiers p50 / p95 ({len(lat_id)})",
+                    metric.percentile(lat_id, 50),
+                    "ms",
+                ),
                 Figure("search_ident_p95_ms", "", metric.percentile(lat_id, 95), "ms"),
                 Figure("search_max_ms", "  slowest query", max(lat) if lat else 0.0, "ms"),
             ]
@@ -302,8 +374,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 wall, rep = timed(lambda: eidx.index(full=True, quiet=True))
                 rep = rep.to_dict()
-                figures.append(Figure("cold_embed_files_per_s", f"cold index, embedder {args.embedder}",
-                                      files_total(rep) / wall, "files/s"))
+                figures.append(
+                    Figure(
+                        "cold_embed_files_per_s",
+                        f"cold index, embedder {args.embedder}",
+                        files_total(rep) / wall,
+                        "files/s",
+                    )
+                )
                 figures.append(Figure("cold_embed_s", f"  {_count(rep.get('chunks'))} chunks", wall, "s"))
                 lat = search_latencies(eidx, [*nl, *ident], "hybrid", args.repeat)
                 figures.append(Figure("hybrid_p50_ms", "hybrid search p50", metric.percentile(lat, 50), "ms"))
@@ -318,9 +396,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             shutil.rmtree(work, ignore_errors=True)
     return {
-        "corpus": str(source), "cpus": os.cpu_count(), "repeat": args.repeat,
+        "corpus": str(source),
+        "cpus": os.cpu_count(),
+        "repeat": args.repeat,
         "loadavg": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
-        "figures": [f.to_dict() for f in figures], "notes": notes,
+        "figures": [f.to_dict() for f in figures],
+        "notes": notes,
         "_figures": figures,
     }
 
@@ -336,8 +417,12 @@ def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
     """Print the table with targets next to figures."""
     figures: list[Figure] = summary["_figures"]
     load = summary.get("loadavg")
-    print(f"ragraf speed on {summary['corpus']} ({summary['cpus']} CPUs, median of {summary['repeat']}"
-          + (f", load average {load[0]:.1f} at the end" if load else "") + ")", file=out)
+    print(
+        f"ragraf speed on {summary['corpus']} ({summary['cpus']} CPUs, median of {summary['repeat']}"
+        + (f", load average {load[0]:.1f} at the end" if load else "")
+        + ")",
+        file=out,
+    )
     print(f"  {'measure':<46} {'figure':>18}  {'target':<10} {'':4}", file=out)
     i = 0
     while i < len(figures):
@@ -347,8 +432,11 @@ def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
             fig = f"{f.value:.1f} / {nxt.value:.1f} {f.unit}"
             i += 2
         else:
-            fig = f"{f.value:.0f} {f.unit}" if f.unit == "files/s" else (
-                f"{f.value:.3f} {f.unit}" if f.unit == "s" else f"{f.value:.1f} {f.unit}")
+            fig = (
+                f"{f.value:.0f} {f.unit}"
+                if f.unit == "files/s"
+                else (f"{f.value:.3f} {f.unit}" if f.unit == "s" else f"{f.value:.1f} {f.unit}")
+            )
             i += 1
         tgt = f"{TARGETS[f.target][0]} {TARGETS[f.target][1]:g}" if f.target else ""
         print(f"  {f.label:<46} {fig:>18}  {tgt:<10} {f.verdict():4}", file=out)
@@ -359,9 +447,13 @@ def render(summary: dict[str, Any], out: Any = sys.stdout) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path, help="a folder to measure instead of the speed corpus (it is copied)")
+    ap.add_argument(
+        "--corpus", type=Path, help="a folder to measure instead of the speed corpus (it is copied)"
+    )
     ap.add_argument("--queries", type=Path, help="queries, one per line (default: built-in questions)")
-    ap.add_argument("--embedder", default=None, help="also measure a cold index with this embedder (e.g. local)")
+    ap.add_argument(
+        "--embedder", default=None, help="also measure a cold index with this embedder (e.g. local)"
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median kept)")
     ap.add_argument("--tmp", default=None, help="where the temporary copy goes (default: the system temp)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy")

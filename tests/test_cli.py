@@ -145,10 +145,21 @@ def test_the_cli_works_without_the_postgres_extra(tmp_path: Path) -> None:
         "main(['index', '--root', sys.argv[1], '-q'])\n"
     )
     write(tmp_path, {"a.py": "def f():\n    return 1\n"})
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
-    migrate = subprocess.run([sys.executable, "-c", code.replace("'index', '--root', sys.argv[1], '-q'", "'migrate'"),
-                              str(tmp_path)], capture_output=True, text=True, timeout=120)
+    migrate = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code.replace("'index', '--root', sys.argv[1], '-q'", "'migrate'"),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert migrate.returncode == 1 and "ragraf[postgres]" in migrate.stderr
 
 
@@ -161,5 +172,7 @@ def test_commands_other_than_migrate_do_not_load_the_postgres_driver(sample: Pat
         "assert r.exit_code == 0 and 'psycopg' not in sys.modules, r.output\n"
         "assert 'migrate' in CliRunner().invoke(main, ['--help']).output\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(sample)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(sample)], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr

@@ -35,8 +35,14 @@ def indexed(root: Path, **overrides: object) -> Index:
 
 def test_fresh_answers_say_so_in_every_envelope(sample: Path) -> None:
     idx = indexed(sample)
-    for env in (idx.search("TCPConnector"), idx.find_symbol("TCPConnector"), idx.find_references("resolve_host"),
-                idx.outline(SERVER), idx.status(), idx.drift()):
+    for env in (
+        idx.search("TCPConnector"),
+        idx.find_symbol("TCPConnector"),
+        idx.find_references("resolve_host"),
+        idx.outline(SERVER),
+        idx.status(),
+        idx.drift(),
+    ):
         d = env.to_dict()
         assert d["state"] == "fresh" and d["stale_warnings"] == []
         assert d["drift"] == {"files": 0, "symbols": 0, "entries": 0}
@@ -52,8 +58,12 @@ def test_guard_registers_each_event_once_and_counts_affected_symbols(sample: Pat
     assert len(entries) == 1
     e = entries[0]
     assert (e["change"], e["path"], e["detected_by"], e["rev"]) == ("modify", SERVER, "guard", "rev-0001")
-    assert {s["name"] for s in e["affected_symbols"]} == {"TCPConnector", "TCPConnector.__init__",
-                                                           "TCPConnector.connect", "resolve_host"}
+    assert {s["name"] for s in e["affected_symbols"]} == {
+        "TCPConnector",
+        "TCPConnector.__init__",
+        "TCPConnector.connect",
+        "resolve_host",
+    }
     assert e["affected_nodes"] and e["old_sha256"] != e["new_sha256"]
 
 
@@ -93,8 +103,14 @@ def test_file_replaced_by_a_directory(sample: Path) -> None:
 def test_policy_fail_refuses_with_exit_3(sample: Path) -> None:
     cli_json("index", "--root", str(sample))
     edit(sample, SERVER)
-    for cmd in (["search", "TCPConnector"], ["def", "TCPConnector"], ["refs", "resolve_host"], ["status"],
-                ["outline", SERVER], ["drift"]):
+    for cmd in (
+        ["search", "TCPConnector"],
+        ["def", "TCPConnector"],
+        ["refs", "resolve_host"],
+        ["status"],
+        ["outline", SERVER],
+        ["drift"],
+    ):
         out = run_cli(*cmd, "--json", "--reindex-on-drift", "fail", "--root", str(sample))
         assert out.returncode == 3, (cmd, out.stderr)
         env = json.loads(out.stdout)
@@ -137,7 +153,7 @@ def test_live_read_numbers_lines_and_compares_with_the_index(sample: Path) -> No
     env = idx.read(f"{SERVER}:4-5")
     r = env.results[0]
     assert (r["start_line"], r["end_line"], r["differs_from_index"]) == (4, 5, False)
-    assert r["content"] == "class TCPConnector:\n    \"\"\"Pool of TCP connections with keep-alive.\"\"\""
+    assert r["content"] == 'class TCPConnector:\n    """Pool of TCP connections with keep-alive."""'
     edit(sample, SERVER)
     env = idx.read(SERVER, 1, 2)
     assert env.results[0]["differs_from_index"] and env.stale_warnings[0].path == SERVER
@@ -183,7 +199,9 @@ def test_changes_reports_changed_signatures_and_bodies(sample: Path) -> None:
     assert changed["resolve_host"]["line"] == 14 and changed["resolve_host"]["rev"] == "rev-0002"
     assert "TCPConnector" in changed  # the class body changed too
     for fmt, marker in (("text", "Symbols changed"), ("md", "## Symbols changed"), ("html", "<table>")):
-        out = run_cli("changes", "--from", "rev-0001", "--to", "rev-0002", "--format", fmt, "--root", str(sample))
+        out = run_cli(
+            "changes", "--from", "rev-0001", "--to", "rev-0002", "--format", fmt, "--root", str(sample)
+        )
         assert out.returncode == 0 and marker in out.stdout
     as_json = run_cli("changes", "--from", "rev-0001", "--format", "json", "--root", str(sample))
     assert json.loads(as_json.stdout)["counts"]["symbols_changed"] >= 2
@@ -219,18 +237,47 @@ def test_html_report_renders_its_tables_in_a_real_browser(sample: Path, tmp_path
     os.remove(sample / "web/client.ts")
     idx.index()
     page = tmp_path / "report.html"
-    assert run_cli("changes", "--from", "rev-0001", "--format", "html", "-o", str(page), "--root", str(sample)).returncode == 0
+    assert (
+        run_cli(
+            "changes", "--from", "rev-0001", "--format", "html", "-o", str(page), "--root", str(sample)
+        ).returncode
+        == 0
+    )
     dom = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-         "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     assert dom.count("<table>") >= 2 and "web/client.ts" in dom and "HttpClient" in dom
     shot = tmp_path / "report.png"
-    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                    f"--user-data-dir={tmp_path / 'profile2'}", f"--screenshot={shot}", "--window-size=1200,900",
-                    page.as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            f"--user-data-dir={tmp_path / 'profile2'}",
+            f"--screenshot={shot}",
+            "--window-size=1200,900",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     assert shot.exists() and shot.stat().st_size > 5000
 
 
@@ -252,8 +299,15 @@ print(json.dumps(seen))
 def test_concurrent_edits_lose_no_event_and_duplicate_none_T2(sample: Path) -> None:
     """T2: real processes edit one file and read it concurrently; every sighting is in the ledger once."""
     indexed(sample)
-    procs = [subprocess.Popen([sys.executable, "-c", _T2_WORKER, str(sample), str(w), "15"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _T2_WORKER, str(sample), str(w), "15"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     seen = {sha for out, _ in outs for sha in json.loads(out)}
@@ -280,10 +334,19 @@ def _facts_and_results(idx: Index) -> list[tuple[str, dict]]:
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(st.tuples(st.sampled_from(["create", "modify", "delete", "rename", "reindex"]),
-                                st.sampled_from(sorted(SAMPLE))), min_size=1, max_size=6))
-def test_no_read_operation_returns_a_drifted_fact_as_fresh_T3(tmp_path_factory: pytest.TempPathFactory,
-                                                              steps: list[tuple[str, str]]) -> None:
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["create", "modify", "delete", "rename", "reindex"]),
+            st.sampled_from(sorted(SAMPLE)),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_no_read_operation_returns_a_drifted_fact_as_fresh_T3(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str]]
+) -> None:
     """T3: after random create/modify/delete/rename sequences, every result from a drifted path is stale."""
     root = tmp_path_factory.mktemp("t3")
     write(root, SAMPLE)

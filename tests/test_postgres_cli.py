@@ -21,7 +21,9 @@ def test_index_search_facts_freshness_and_changes_on_postgres(sample: Path, pg_d
     assert cli_json("def", "TCPConnector", "--root", str(root), env=env)["results"][0]["line"] == 4
     calls = cli_json("refs", "resolve_host", "--calls", "--root", str(root), env=env)["results"]
     assert [(c["path"], c["line"]) for c in calls] == [("src/app/server.py", 11)]
-    write(root, {"src/app/server.py": (root / "src/app/server.py").read_text() + "\ndef added():\n    pass\n"})
+    write(
+        root, {"src/app/server.py": (root / "src/app/server.py").read_text() + "\ndef added():\n    pass\n"}
+    )
     drifted = cli_json("search", "TCPConnector", "--root", str(root), env=env)
     assert drifted["state"] == "drifted" and drifted["results"][0]["stale"] is True
     refused = run_cli("status", "--reindex-on-drift", "fail", "--root", str(root), env=env)

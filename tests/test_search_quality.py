@@ -16,8 +16,15 @@ from ragraf import Index
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MODULES = ["json", "csv.py", "argparse.py", "heapq.py", "textwrap.py", "difflib.py", "shutil.py"]
-TESTS = ["test/test_json", "test/test_csv.py", "test/test_argparse.py", "test/test_heapq.py",
-         "test/test_textwrap.py", "test/test_difflib.py", "test/test_shutil.py"]
+TESTS = [
+    "test/test_json",
+    "test/test_csv.py",
+    "test/test_argparse.py",
+    "test/test_heapq.py",
+    "test/test_textwrap.py",
+    "test/test_difflib.py",
+    "test/test_shutil.py",
+]
 
 IMPLEMENTATION = [
     ("decode a JSON document into Python objects", "json/decoder.py"),
@@ -61,8 +68,9 @@ def stdlib_slice(tmp_path_factory: pytest.TempPathFactory) -> Index:
 
 
 @pytest.mark.parametrize(("query", "expected"), IMPLEMENTATION)
-def test_implementation_seeking_queries_put_the_implementation_first(stdlib_slice: Index, query: str,
-                                                                      expected: str) -> None:
+def test_implementation_seeking_queries_put_the_implementation_first(
+    stdlib_slice: Index, query: str, expected: str
+) -> None:
     results = stdlib_slice.search(query, k=5).results
     assert results[0].path == expected, [r.path for r in results]
     assert results[0].kind == "code"
@@ -75,7 +83,8 @@ def test_test_seeking_queries_still_find_tests(stdlib_slice: Index, query: str, 
     assert next(r for r in results if r.path == expected).kind == "test"
 
 
-BUG_REPORT = """Crash when serialising a nested mapping with sort_keys after the upgrade
+BUG_REPORT = (
+    """Crash when serialising a nested mapping with sort_keys after the upgrade
 
 Steps: call dumps() on a dict whose values are dicts with mixed key types and sort_keys=True.
 
@@ -93,7 +102,9 @@ Traceback (most recent call last):
 TypeError: '<' not supported between instances of 'int' and 'str'
 
 Expected: a clear error naming the key, or keys compared as strings. The tests in
-test_json/test_dump.py only cover string keys. """ * 3
+test_json/test_dump.py only cover string keys. """
+    * 3
+)
 
 
 def test_a_pasted_bug_report_uses_its_paths_and_identifiers(stdlib_slice: Index) -> None:

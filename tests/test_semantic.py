@@ -18,8 +18,12 @@ from ragraf import Index
 
 
 def _openai_env(server: FakeServer) -> dict[str, str]:
-    return {"RAGRAF_EMBEDDER": "openai", "RAGRAF_EMBED_URL": server.url, "RAGRAF_EMBED_MODEL": "m",
-            "RAGRAF_EMBED_API_KEY": "k"}
+    return {
+        "RAGRAF_EMBEDDER": "openai",
+        "RAGRAF_EMBED_URL": server.url,
+        "RAGRAF_EMBED_MODEL": "m",
+        "RAGRAF_EMBED_API_KEY": "k",
+    }
 
 
 @pytest.fixture
@@ -35,7 +39,9 @@ def test_default_local_model_gives_hybrid_search_with_full_coverage(sample: Path
     env = Index.open(sample, embedder="local").search("pool of keep-alive network connections")
     assert env.capability.semantic and env.capability.semantic_coverage == 1.0 and not env.capability.degraded
     assert env.results[0].path == "src/app/server.py"
-    vector_only = Index.open(sample, embedder="local").search("exponential waiting between attempts", mode="vector")
+    vector_only = Index.open(sample, embedder="local").search(
+        "exponential waiting between attempts", mode="vector"
+    )
     assert vector_only.results[0].path == "src/app/retry.py"
 
 
@@ -58,23 +64,32 @@ def test_identical_tree_at_a_second_path_embeds_nothing(tmp_path: Path, fake: Fa
     write(a, SAMPLE)
     shutil.copytree(a, b)
     cold = cli_json("index", "--root", str(a), env=env)
+
     def embedding_requests() -> int:
         return sum(r.body["input"] != ["dimension probe"] for r in fake.requests)
 
     asked = embedding_requests()
     warm = cli_json("index", "--root", str(b), env=env)
     assert cold["embeddings"]["computed"] > 0
-    assert warm["embeddings"]["computed"] == 0 and warm["embeddings"]["cache_hits"] == cold["embeddings"]["computed"]
+    assert (
+        warm["embeddings"]["computed"] == 0
+        and warm["embeddings"]["cache_hits"] == cold["embeddings"]["computed"]
+    )
     assert embedding_requests() == asked  # not one text embedded again for the copy
 
 
-def test_dead_embedder_at_query_time_answers_degraded_with_the_warning_first(sample: Path, fake: FakeServer) -> None:
+def test_dead_embedder_at_query_time_answers_degraded_with_the_warning_first(
+    sample: Path, fake: FakeServer
+) -> None:
     env = _openai_env(fake)
     cli_json("index", "--root", str(sample), env=env)
     fake.close()
     out = run_cli("search", "TCPConnector", "--root", str(sample), env={**env, "RAGRAF_EMBED_TIMEOUT_S": "2"})
     assert out.returncode == 0
-    assert out.stdout.splitlines()[0].startswith("WARNING: degraded:") and "lexical" in out.stdout.splitlines()[0]
+    assert (
+        out.stdout.splitlines()[0].startswith("WARNING: degraded:")
+        and "lexical" in out.stdout.splitlines()[0]
+    )
     assert "src/app/server.py" in out.stdout
     data = cli_json("search", "TCPConnector", "--root", str(sample), env=env)
     assert data["capability"]["degraded"] and not data["capability"]["semantic"]
@@ -102,8 +117,10 @@ def test_killed_embedding_run_resumes_without_recomputing(tmp_path: Path, fake: 
     write(root, {f"m{i}.py": f"def handler_{i}(request):\n    return {i}\n" for i in range(300)})
     fake.rule = lambda _req: Reply(hang=0.05)  # slow enough to kill it halfway
     env = {**_openai_env(fake), "RAGRAF_EMBED_BATCH_SIZE": "8"}
-    proc = subprocess.Popen([sys.executable, "-m", "ragraf.cli", "index", "-q", "--root", str(root)],
-                            env={**__import__("os").environ, **env})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragraf.cli", "index", "-q", "--root", str(root)],
+        env={**__import__("os").environ, **env},
+    )
     deadline = time.monotonic() + 60
     while len(fake.requests) < 5 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -118,7 +135,9 @@ def test_killed_embedding_run_resumes_without_recomputing(tmp_path: Path, fake: 
     assert resumed["index_rev"] == "rev-0001"
     new_texts = [t for r in fake.requests[before:] for t in r.body["input"] if t != "dimension probe"]
     assert new_texts and not (set(new_texts) & embedded_texts)  # nothing embedded twice
-    assert resumed["embeddings"]["computed"] + resumed["embeddings"]["cache_hits"] >= 300 - len(embedded_texts)
+    assert resumed["embeddings"]["computed"] + resumed["embeddings"]["cache_hits"] >= 300 - len(
+        embedded_texts
+    )
 
 
 def test_wrong_vectors_never_enter_the_index(sample: Path, fake: FakeServer) -> None:
@@ -134,7 +153,12 @@ def test_wrong_vectors_never_enter_the_index(sample: Path, fake: FakeServer) -> 
 def test_dry_run_estimates_the_embedding_bill_and_status_keeps_totals(sample: Path, fake: FakeServer) -> None:
     env = {**_openai_env(fake), "RAGRAF_EMBED_BATCH_SIZE": "2"}
     before = cli_json("index", "--dry-run", "--root", str(sample), env=env)["embedding"]
-    assert before["chunks"] == 5 and before["cached"] == 0 and before["calls"] == 3 and before["tokens_estimate"] > 0
+    assert (
+        before["chunks"] == 5
+        and before["cached"] == 0
+        and before["calls"] == 3
+        and before["tokens_estimate"] > 0
+    )
     assert not any(r.body["input"] != ["dimension probe"] for r in fake.requests)  # estimating costs nothing
     report = cli_json("index", "--root", str(sample), env=env)
     totals = cli_json("status", "--root", str(sample), env=env)["results"][0]["embeddings"]

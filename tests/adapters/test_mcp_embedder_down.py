@@ -15,8 +15,13 @@ pytestmark = pytest.mark.anyio
 
 async def test_search_degrades_with_the_warning_first_when_the_embedder_dies(tmp_path: Path) -> None:
     fake = FakeServer("openai")
-    env = {"RAGRAF_EMBEDDER": "openai", "RAGRAF_EMBED_URL": fake.url, "RAGRAF_EMBED_MODEL": "m",
-           "RAGRAF_EMBED_API_KEY": "k", "RAGRAF_EMBED_TIMEOUT_S": "2"}
+    env = {
+        "RAGRAF_EMBEDDER": "openai",
+        "RAGRAF_EMBED_URL": fake.url,
+        "RAGRAF_EMBED_MODEL": "m",
+        "RAGRAF_EMBED_API_KEY": "k",
+        "RAGRAF_EMBED_TIMEOUT_S": "2",
+    }
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
     (root / "src" / "pool.py").write_text("class ConnectionPool:\n    def acquire(self):\n        return 1\n")

@@ -27,7 +27,9 @@ def make_tar(path: Path, files: dict[str, str]) -> Path:
 
 
 def test_unpack_strips_prefix_and_places_under_into(tmp_path: Path) -> None:
-    tgz = make_tar(tmp_path / "p.tgz", {"package/src/a.ts": "a", "package/package.json": "{}", "other/x": "x"})
+    tgz = make_tar(
+        tmp_path / "p.tgz", {"package/src/a.ts": "a", "package/package.json": "{}", "other/x": "x"}
+    )
     n = corpora.unpack(tgz, tmp_path / "out", strip="package/", into="packages/zod/")
     assert n == 2
     assert (tmp_path / "out/packages/zod/src/a.ts").read_text() == "a"
@@ -40,10 +42,18 @@ def test_verify_reports_missing_and_outside_paths(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(corpora, "DATA_DIR", tmp_path / "data")
     bench = tmp_path / "bench"
     (bench / "annotations").mkdir(parents=True)
-    (bench / "annotations" / "r.json").write_text(json.dumps([
-        {"query": "q", "relevant": ["lib/a.js", {"path": "lib/b.js", "start_line": 1, "end_line": 2}],
-         "secondary": ["README.md"], "category": "semantic"},
-    ]))
+    (bench / "annotations" / "r.json").write_text(
+        json.dumps(
+            [
+                {
+                    "query": "q",
+                    "relevant": ["lib/a.js", {"path": "lib/b.js", "start_line": 1, "end_line": 2}],
+                    "secondary": ["README.md"],
+                    "category": "semantic",
+                },
+            ]
+        )
+    )
     spec = corpora.CorpusSpec("r", "javascript", "npm", "r@1", "package/", "", "lib")
     (spec.root).mkdir(parents=True)
     (spec.root / "a.js").write_text("")

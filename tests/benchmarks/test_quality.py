@@ -34,8 +34,12 @@ class FakeEnvelope:
 @dataclass
 class FakeReport:
     def to_dict(self) -> dict[str, object]:
-        return {"index_rev": "rev-0001", "files": {"added": 3, "modified": 0, "unchanged": 0, "deleted": 0},
-                "chunks": {"total": 7, "new": 7}, "duration_s": 0.01}
+        return {
+            "index_rev": "rev-0001",
+            "files": {"added": 3, "modified": 0, "unchanged": 0, "deleted": 0},
+            "chunks": {"total": 7, "new": 7},
+            "duration_s": 0.01,
+        }
 
 
 @dataclass
@@ -115,22 +119,33 @@ def test_summarize_groups_by_repo_category_and_mode() -> None:
 
 def test_load_tasks_reads_targets_and_infers_category(tmp_path: Path) -> None:
     f = tmp_path / "mine.json"
-    f.write_text(json.dumps([
-        {"query": "Foo", "relevant": [{"path": "a.py", "start_line": 1, "end_line": 3}], "secondary": ["b.py"]},
-        {"query": "how does x work", "relevant": ["c.py"], "category": "architecture"},
-        {"query": "parse the config", "relevant": ["c.py"]},
-    ]))
+    f.write_text(
+        json.dumps(
+            [
+                {
+                    "query": "Foo",
+                    "relevant": [{"path": "a.py", "start_line": 1, "end_line": 3}],
+                    "secondary": ["b.py"],
+                },
+                {"query": "how does x work", "relevant": ["c.py"], "category": "architecture"},
+                {"query": "parse the config", "relevant": ["c.py"]},
+            ]
+        )
+    )
     tasks = quality.load_tasks(f)
     assert [t.category for t in tasks] == ["symbol", "architecture", "semantic"]
     assert tasks[0].relevant == (Target("a.py", 1, 3),) and tasks[0].secondary == (Target("b.py"),)
 
 
-def test_main_on_a_user_annotation_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_on_a_user_annotation_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = tmp_path / "repo"
     (corpus / "src").mkdir(parents=True)
     ann = tmp_path / "mine.json"
-    ann.write_text(json.dumps([{"query": "client session", "relevant": ["src/client.py"], "category": "semantic"}]))
+    ann.write_text(
+        json.dumps([{"query": "client session", "relevant": ["src/client.py"], "category": "semantic"}])
+    )
     opened: list[tuple[Path, str, str | None]] = []
 
     def fake_open(root: Path, name: str, embedder: str | None, home_dir: Path, fresh: bool) -> FakeIndex:
@@ -139,8 +154,23 @@ def test_main_on_a_user_annotation_file(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(quality, "open_index", fake_open)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", "")  # main() extends it; restored after the test
-    rc = quality.main(["--annotations", str(ann), "--corpus", str(corpus), "--index-root", "src",
-                       "--modes", "lexical", "--embedder", "none", "--json", "--homes", str(tmp_path / "h")])
+    rc = quality.main(
+        [
+            "--annotations",
+            str(ann),
+            "--corpus",
+            str(corpus),
+            "--index-root",
+            "src",
+            "--modes",
+            "lexical",
+            "--embedder",
+            "none",
+            "--json",
+            "--homes",
+            str(tmp_path / "h"),
+        ]
+    )
     assert rc == 0
     assert opened == [(corpus / "src", "mine", "none")]
     out = json.loads(capsys.readouterr().out)
@@ -167,9 +197,9 @@ def test_harness_through_the_real_library(tmp_path: Path) -> None:
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "alpha.py").write_text("def parse_config(path):\n    return open(path).read()\n")
     (root / "pkg" / "beta.py").write_text("def render_html(page):\n    return '<p>' + page + '</p>'\n")
-    corpus = quality.Corpus("tiny", root / "pkg", "pkg", (
-        quality.Task("parse_config", (Target("pkg/alpha.py"),), (), "symbol"),
-    ))
+    corpus = quality.Corpus(
+        "tiny", root / "pkg", "pkg", (quality.Task("parse_config", (Target("pkg/alpha.py"),), (), "symbol"),)
+    )
     idx = quality.open_index(corpus.root, "tiny", "none", tmp_path / "homes", fresh=True)
     try:
         run = quality.evaluate(idx, corpus, ["lexical"], repeat=1)

@@ -141,7 +141,9 @@ def test_a_corrupt_cache_file_is_set_aside_and_replaced(tmp_path: Path):
     assert list(tmp_path.glob(f"{CACHE_FILE}.corrupt-*"))
 
 
-def test_a_weight_files_sha256_is_remembered_by_its_stat_and_recomputed_when_it_changes(tmp_path: Path) -> None:
+def test_a_weight_files_sha256_is_remembered_by_its_stat_and_recomputed_when_it_changes(
+    tmp_path: Path,
+) -> None:
     import hashlib
 
     from ragraf.embed.quantize import sha256_file

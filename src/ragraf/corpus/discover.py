@@ -81,7 +81,9 @@ def _ask_git(root: Path) -> list[str] | None:
     paths = sorted({p for p in out.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p})
     if not paths:
         # A folder git ignores (a vendored or downloaded tree inside a repository) is walked instead.
-        ignored = subprocess.run(["git", "check-ignore", "-q", "."], cwd=root, capture_output=True, check=False)
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", "."], cwd=root, capture_output=True, check=False
+        )
         if ignored.returncode == 0:
             return None
     return paths

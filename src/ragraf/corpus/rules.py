@@ -187,7 +187,8 @@ def is_secret(path: str) -> bool:
         return True
     lowered = name.lower()
     return any(
-        d.lower() in SECRET_DIR_FILES and fnmatch.fnmatchcase(lowered, SECRET_DIR_FILES[d.lower()]) for d in parts[:-1]
+        d.lower() in SECRET_DIR_FILES and fnmatch.fnmatchcase(lowered, SECRET_DIR_FILES[d.lower()])
+        for d in parts[:-1]
     )
 
 

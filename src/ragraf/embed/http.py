@@ -206,10 +206,14 @@ class HttpEndpoint:
             for piece in streamed.iter_raw():
                 body += piece
                 if time.monotonic() > deadline:
-                    raise httpx.ReadTimeout(f"no complete answer within {self.timeout_s:g} s", request=request)
+                    raise httpx.ReadTimeout(
+                        f"no complete answer within {self.timeout_s:g} s", request=request
+                    )
         finally:
             streamed.close()
-        return httpx.Response(streamed.status_code, headers=streamed.headers, content=bytes(body), request=request)
+        return httpx.Response(
+            streamed.status_code, headers=streamed.headers, content=bytes(body), request=request
+        )
 
     def _decode(self, response: httpx.Response) -> Any:
         try:
