@@ -11,28 +11,42 @@ from ragraf import Index
 from ragraf.store.sqlite_migrations import APPLICATION_ID, MIGRATIONS
 
 
+def _found(idx: Index) -> list[str]:
+    return [r.path for r in idx.search("TCPConnector", mode="lexical").results]
+
+
+def _back_to_schema_6(db_path: Path, *statements: str) -> None:
+    """Mark the file as schema 6, after statements that make it look as a ragraf of that day left it."""
+    db = sqlite3.connect(db_path)
+    for statement in statements:
+        db.execute(statement)
+    db.execute("PRAGMA user_version = 6")
+    db.commit()
+    db.close()
+
+
+def _assert_consistent(idx: Index) -> None:
+    check = idx.doctor(check=True).to_dict()
+    assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+
+
 def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_answers(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     write(root, SAMPLE)
     idx = Index.open(root, embedder="none")
     idx.index()
-    before = [r.path for r in idx.search("TCPConnector", mode="lexical").results]
-    db_path = idx.settings.db_path
+    before = _found(idx)
     idx.close()
-    # Take the file back to schema 6, as a ragraf of that day left it (every lexical row in chunks_fts).
-    db = sqlite3.connect(db_path)
-    db.execute(
-        "INSERT INTO chunks_fts (rowid, body, symbol) SELECT rowid, body, symbol FROM chunks_fts_retained"
+    _back_to_schema_6(  # every lexical row in chunks_fts, manifests indexed by content
+        idx.settings.db_path,
+        "INSERT INTO chunks_fts (rowid, body, symbol) SELECT rowid, body, symbol FROM chunks_fts_retained",
+        "DROP TABLE chunks_fts_retained",
+        "DROP INDEX manifest_by_revision",
+        "CREATE INDEX manifest_by_content ON manifest (content_id, rev_no)",
     )
-    db.execute("DROP TABLE chunks_fts_retained")
-    db.execute("DROP INDEX manifest_by_revision")
-    db.execute("CREATE INDEX manifest_by_content ON manifest (content_id, rev_no)")
-    db.execute("PRAGMA user_version = 6")
-    db.commit()
-    db.close()
     idx = Index.open(root, embedder="none")
-    assert [r.path for r in idx.search("TCPConnector", mode="lexical").results] == before
-    db = sqlite3.connect(db_path)
+    assert _found(idx) == before
+    db = sqlite3.connect(idx.settings.db_path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 8
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert db.execute("SELECT count(*) FROM chunks_fts_retained").fetchone()[0] == 0
@@ -42,8 +56,7 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     }
     assert "manifest_by_revision" in indexes and "manifest_by_content" not in indexes
     db.close()
-    check = idx.doctor(check=True).to_dict()
-    assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+    _assert_consistent(idx)
 
 
 def test_an_index_whose_schema_6_already_had_the_retained_lexical_index_opens(tmp_path: Path) -> None:
@@ -54,20 +67,15 @@ def test_an_index_whose_schema_6_already_had_the_retained_lexical_index_opens(tm
     idx.index()
     write(root, {"src/extra.py": "def extra_helper():\n    return 2\n"})
     idx.index()  # a second revision: the first one's extra.py is retained content
-    before = [r.path for r in idx.search("TCPConnector", mode="lexical").results]
-    db_path = idx.settings.db_path
+    before = _found(idx)
     idx.close()
-    db = sqlite3.connect(db_path)
-    db.execute("PRAGMA user_version = 6")
-    db.commit()
-    db.close()
+    _back_to_schema_6(idx.settings.db_path)
     idx = Index.open(root, embedder="none")
-    assert [r.path for r in idx.search("TCPConnector", mode="lexical").results] == before
-    db = sqlite3.connect(db_path)
+    assert _found(idx) == before
+    db = sqlite3.connect(idx.settings.db_path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     db.close()
-    check = idx.doctor(check=True).to_dict()
-    assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+    _assert_consistent(idx)
 
 
 def test_a_fully_embedded_revision_is_remembered_until_retention_drops_it(tmp_path: Path) -> None:
