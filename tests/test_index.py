@@ -285,3 +285,41 @@ def test_a_few_moved_files_commit_a_change_that_equals_a_whole_rebuild(sample: P
     assert not [r for r in idx.search("retry_with_jitter", mode="lexical").results if "jitter" in r.snippet]
     check = idx.doctor(check=True).to_dict()
     assert next(c for c in check["results"] if c["check"] == "consistency")["ok"], check
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_a_killed_indexer_leaves_no_worker_process_behind(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    write(
+        root,
+        {f"pkg{i % 20}/mod_{i}.py": f"def function_{i}(x):\n    return x + {i}\n" * 40 for i in range(3000)},
+    )
+    proc = subprocess.Popen([sys.executable, "-m", "ragraf.cli", "index", "--root", str(root), "-q"])
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
+        workers = _children(proc.pid)
+        time.sleep(0.05)
+    assert proc.poll() is None and len(workers) >= 2, "the indexer finished before its pool could be seen"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.1)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "pool workers outlived the killed indexer"

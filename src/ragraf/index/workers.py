@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -97,5 +99,20 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
         yield from map(prepare, tasks)
         return
     # spawn, not fork: the caller may be a threaded server.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_exit_with, initargs=(os.getpid(),)
+    ) as pool:
         yield from pool.map(prepare, tasks, chunksize=16)
+
+
+def _exit_with(parent: int) -> None:
+    """A worker ends when the indexer that started it is gone (killed with SIGKILL, say): a pool
+    worker waits for work forever otherwise, holding its memory."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ragraf-parent-watch", daemon=True).start()
