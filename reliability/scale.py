@@ -437,11 +437,19 @@ def run(
     one_file = []
     # Three changes, then enough more that retention holds its 20 revisions and drops one per run
     # (the steady state of a long-lived index); the last three are measured again as that.
+    edits: list[float] = []
+    previous_start = 0.0
     for i in range(3 + KEEP_REVISIONS + 3):
         target = rng.choice(candidates)
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(f"\n\ndef scale_edit_{i}(value):\n    return value + {i}\n")
-        one_file.append(measured_index(root, env))
+        start = time.time()
+        # The files a run may read: its own edit, and earlier edits the previous run hashed within the
+        # racy window of their write (indexer.RACY_NS), which are read again to be sure.
+        may_read = 1 + sum(1 for t in edits if t >= previous_start - 2.1)
+        edits.append(start)
+        previous_start = start
+        one_file.append({**measured_index(root, env), "may_read": may_read})
     steady, one_file = one_file[-3:], one_file[:3]
     log(
         f"one-file re-index: {[r['wall_s'] for r in one_file]}; at steady state: {[r['wall_s'] for r in steady]}"

@@ -40,12 +40,12 @@ def test_memory_stays_under_the_target(campaign: dict) -> None:
 
 def test_incremental_runs_read_only_what_changed_and_search_answers(campaign: dict) -> None:
     # Times depend on the machine's load, so what is held here is the work: nothing read when nothing
-    # changed; per one-file change, that file and the few earlier edits hashed within the 2 s racy
-    # window of their write (these runs come quickly one after another), also once retention drops
-    # a revision per run.
+    # changed; per one-file change, that file and the earlier edits the previous run hashed within
+    # the 2 s racy window of their write (these runs come quickly one after another), also once
+    # retention drops a revision per run.
     for run in campaign["no_change"]:
         assert not run["report"]["new_revision"] and run["report"]["files_read"] == 0
     for run in campaign["one_file"] + campaign["one_file_steady"]:
-        assert run["report"]["new_revision"] and 1 <= run["report"]["files_read"] <= 5, run
+        assert run["report"]["new_revision"] and 1 <= run["report"]["files_read"] <= run["may_read"], run
         assert run["report"]["files"]["modified"] == 1
     assert campaign["search_warm"]["empty_answers"] < campaign["search_warm"]["queries"] // 2
