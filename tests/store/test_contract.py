@@ -68,6 +68,33 @@ def test_each_commit_makes_the_next_numbered_revision_with_its_manifest(
     assert store.manifest(99) == {}
 
 
+def test_a_revision_committed_as_a_change_equals_the_same_revision_committed_whole(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    store = store_factory()
+    first = commit_files(store, settings, SAMPLE)
+    after = {k: v for k, v in SAMPLE.items() if k != "docs/guide.md"}
+    after["src/app/retry.py"] = "def retry_forever():\n    while True:\n        pass\n"
+    after["src/app/extra.py"] = "def extra():\n    return 42\n"
+    changed = {p: bundle(settings, p, after[p]) for p in ("src/app/retry.py", "src/app/extra.py")}
+    ids = store.add_contents(list(changed.values()))
+    delta = [ManifestEntry(p, b.key[0], ids[b.key], len(after[p])) for p, b in sorted(changed.items())]
+    new = NewRevision(
+        "c", "test-version", None, None, delta, [], parent=first.rev_no, removed=("docs/guide.md",)
+    )
+    two = store.commit_revision(new)
+    whole = commit_files(store, settings, after)  # the same files, committed whole
+    assert (
+        (two.files, two.chunks) == (whole.files, whole.chunks) == (len(after), store.count_chunks(two.rev_no))
+    )
+    assert store.manifest(two.rev_no) == store.manifest(whole.rev_no)
+    assert "docs/guide.md" in store.manifest(first.rev_no)  # the parent is untouched
+    assert paths(store.chunks_of(two.rev_no, "src/app/retry.py")) == ["src/app/retry.py"]
+    # A change to an older revision than the newest applies to that revision.
+    three = store.commit_revision(new)
+    assert store.manifest(three.rev_no) == store.manifest(whole.rev_no)
+
+
 def test_a_failed_commit_leaves_nothing_visible_and_burns_no_revision_number(
     store_factory: StoreFactory, settings: Settings
 ) -> None:

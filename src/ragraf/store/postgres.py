@@ -18,6 +18,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -499,8 +500,6 @@ class PostgresStore:
 
     def commit_revision(self, new: NewRevision) -> Revision:
         """Insert the revision, its manifest and the ledger's archive in one transaction."""
-        if new.parent is not None:  # manifests are written whole here (COPY makes that cheap enough)
-            new = new.whole(self.manifest(new.parent))
         created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         with self._tx() as conn:
             # The counter row also serialises two committers of one repository.
@@ -508,27 +507,35 @@ class PostgresStore:
                 "UPDATE repositories SET last_rev_no = last_rev_no + 1 WHERE id = %s RETURNING last_rev_no",
                 (self.repo_id,),
             ).fetchone()[0]  # type: ignore[index]
-            ids = sorted({e.content_id for e in new.manifest})
-            n_chunks = conn.execute(
-                "SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE repo_id = %s AND id = ANY(%s)",
-                (self.repo_id, ids),
-            ).fetchone()[0]  # type: ignore[index]
             rev = Revision(
-                nxt,
-                f"rev-{nxt:04d}",
-                new.corpus_hash,
-                created,
-                new.index_version,
-                new.git_head,
-                new.git_branch,
-                len(new.manifest),
-                int(n_chunks),
-            )
+                nxt, f"rev-{nxt:04d}", new.corpus_hash, created, new.index_version, new.git_head,
+                new.git_branch, 0, 0,
+            )  # fmt: skip
             conn.execute(
                 f"INSERT INTO revisions (repo_id, {_REVISION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (self.repo_id, *_revision_values(rev)),
             )
-            self._copy_manifest(conn, rev.rev_no, new.manifest)
+            if new.parent is not None:
+                # A change: the parent's other rows are copied inside the server, not through the client.
+                touched = [_clean(e.path) for e in new.manifest] + [_clean(p) for p in new.removed]
+                conn.execute(
+                    "INSERT INTO manifest (repo_id, rev_no, path, sha256, content_id, size) "
+                    "SELECT repo_id, %s, path, sha256, content_id, size FROM manifest "
+                    "WHERE repo_id = %s AND rev_no = %s AND NOT (path = ANY(%s))",
+                    (nxt, self.repo_id, new.parent, touched),
+                )
+            self._copy_manifest(conn, nxt, new.manifest)
+            files, n_chunks = conn.execute(
+                "SELECT (SELECT count(*) FROM manifest WHERE repo_id = %(r)s AND rev_no = %(n)s), "
+                "(SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE repo_id = %(r)s AND id IN "
+                "(SELECT content_id FROM manifest WHERE repo_id = %(r)s AND rev_no = %(n)s))",
+                {"r": self.repo_id, "n": nxt},
+            ).fetchone()  # type: ignore[misc]
+            conn.execute(
+                "UPDATE revisions SET files = %s, chunks = %s WHERE repo_id = %s AND rev_no = %s",
+                (files, n_chunks, self.repo_id, nxt),
+            )
+            rev = replace(rev, files=int(files), chunks=int(n_chunks))
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(conn, new.events)
             self._archive_ledger(conn, rev.rev, created)
