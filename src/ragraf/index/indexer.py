@@ -236,12 +236,10 @@ def index_moved(
     hashed, unindexable = hash_files(root, files, {}, settings, False, progress)
     old = {p: e for p in moved if (e := store.manifest_entry(current.rev_no, p)) is not None}
     chunker = settings.chunk_params()
-    need = {(hf.sha256, language_of(hf.stat.path), chunker): hf for hf in hashed}
-    ids, new_chunks = store_contents(store, settings, need, progress)
+    keyed = [((hf.sha256, language_of(hf.stat.path), chunker), hf) for hf in hashed]
+    ids, new_chunks = store_contents(store, settings, dict(keyed), progress)
     now_entries = [
-        ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size)
-        for hf in hashed
-        if (key := (hf.sha256, language_of(hf.stat.path), chunker)) in ids
+        ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size) for key, hf in keyed if key in ids
     ]
     changed = [e for e in now_entries if (o := old.get(e.path)) is None or o.sha256 != e.sha256]
     present = {e.path for e in now_entries}
@@ -343,8 +341,8 @@ def run_index(
     if moved == []:  # no folder and no file moved since the last run: nothing to read or write
         assert current is not None
         return unchanged_report(current, t0, reason)
-    if moved is not None and blob is not None and listed is None and len(moved) <= CHANGE_MAX_FILES:
-        assert current is not None
+    if moved is not None and len(moved) <= CHANGE_MAX_FILES:
+        assert current is not None and blob is not None
         return index_moved(store, settings, current, moved, blob, stamp, progress, t0)
     snap = snapshot.unpack(blob)
     listing = snapshot.listing_after(root, snap, moved) if snap is not None and moved is not None else None

@@ -41,13 +41,22 @@ _RETAINED_FTS = (
     "SELECT rowid AS id, bm25(chunks_fts_retained, 1.0, 4.0) AS score FROM chunks_fts_retained "
     "WHERE chunks_fts_retained MATCH ?"
 )
-# Whether chunk k's content is named by some revision (manifest rows are found by revision first).
-_NAMED = "SELECT 1 FROM manifest m WHERE m.rev_no IN (SELECT rev_no FROM revisions) AND m.content_id = k.content_id"
-# Whether chunk k's content is in the newest revision of some view (what the lexical index holds).
-_CURRENT_CONTENT = (
-    "SELECT 1 FROM manifest m WHERE m.content_id = k.content_id AND m.rev_no IN "
-    "(SELECT max(rev_no) FROM revisions GROUP BY view)"
-)
+
+
+def _named(content: str) -> str:
+    """Whether a content (a column or `?`) is named by some revision; manifests are found by revision first."""
+    return f"SELECT 1 FROM manifest m WHERE m.rev_no IN (SELECT rev_no FROM revisions) AND m.content_id = {content}"
+
+
+def _current(content: str) -> str:
+    """Whether a content is in the newest revision of some view (what the lexical index holds)."""
+    return (
+        f"SELECT 1 FROM manifest m WHERE m.content_id = {content} AND m.rev_no IN "
+        "(SELECT max(rev_no) FROM revisions GROUP BY view)"
+    )
+
+
+_CURRENT_CONTENT = _current("k.content_id")  # of chunk k
 
 
 def _corrupt(path: Path, detail: str) -> IndexCorruptError:
@@ -191,21 +200,17 @@ class SqliteStore:
             db.execute("CREATE TEMP TABLE IF NOT EXISTS commit_ids (id INTEGER PRIMARY KEY)")
             db.execute("DELETE FROM temp.commit_ids")
             db.executemany("INSERT OR IGNORE INTO temp.commit_ids (id) VALUES (?)", [(i,) for i in came])
-            new_chunks = "SELECT id FROM chunks WHERE content_id IN (SELECT id FROM temp.commit_ids)"
+            listed = "SELECT id FROM chunks WHERE content_id IN (SELECT id FROM temp.commit_ids)"
             db.execute(
                 "INSERT INTO chunks_fts (rowid, body, symbol) SELECT chunk_id, body, symbol FROM pending_fts "
-                f"WHERE chunk_id IN ({new_chunks})"
+                f"WHERE chunk_id IN ({listed})"
             )
-            db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({new_chunks})")
-            _move_rows(db, "chunks_fts_retained", "chunks_fts", new_chunks, ())
+            db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({listed})")
+            _move_rows(db, "chunks_fts_retained", "chunks_fts", listed, ())
             db.execute("DELETE FROM temp.commit_ids")
-            still = (
-                "SELECT 1 FROM manifest m WHERE m.content_id = ? AND m.rev_no IN "
-                "(SELECT max(rev_no) FROM revisions GROUP BY view)"
-            )
-            left = [(i,) for i in gone if db.execute(still, (i,)).fetchone() is None]
+            left = [(i,) for i in gone if db.execute(_current("?"), (i,)).fetchone() is None]
             db.executemany("INSERT OR IGNORE INTO temp.commit_ids (id) VALUES (?)", left)
-            _move_rows(db, "chunks_fts", "chunks_fts_retained", new_chunks, ())
+            _move_rows(db, "chunks_fts", "chunks_fts_retained", listed, ())
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(db, new.events)
             mine = "rev IN (SELECT rev FROM revisions WHERE view = ? AND rev_no < ?)"
@@ -764,7 +769,7 @@ class SqliteStore:
              f"SELECT count(*) FROM chunks_fts f JOIN chunks k ON k.id = f.rowid WHERE NOT EXISTS ({_CURRENT_CONTENT})",
              ()),
             ("chunks of retained content missing from both lexical indexes",
-             f"SELECT count(*) FROM chunks k WHERE EXISTS ({_NAMED}) "
+             f"SELECT count(*) FROM chunks k WHERE EXISTS ({_named('k.content_id')}) "
              "AND NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id) "
              "AND NOT EXISTS (SELECT 1 FROM chunks_fts_retained r WHERE r.rowid = k.id)", ()),
             ("lexical rows of retained revisions without a chunk",
@@ -777,7 +782,7 @@ class SqliteStore:
             ("facts without a content",
              "SELECT count(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM contents c WHERE c.id = f.content_id)", ()),
             ("contents no retained revision references (retention left them)",
-             f"SELECT count(*) FROM contents k WHERE NOT EXISTS ({_NAMED.replace('k.content_id', 'k.id')})",
+             f"SELECT count(*) FROM contents c WHERE NOT EXISTS ({_named('c.id')})",
              ()),
             ("manifest rows of revisions that no longer exist",
              "SELECT count(*) FROM manifest m WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.rev_no = m.rev_no)",
@@ -844,8 +849,7 @@ class SqliteStore:
                 _move_rows(db, "chunks_fts", "chunks_fts_retained", stray, ())
             newer = "SELECT id FROM contents WHERE id > ?"
             candidates.update(r[0] for r in db.execute(newer, (int(mark[0]) if mark else -1,)))
-            named = "SELECT 1 FROM manifest WHERE rev_no IN (SELECT rev_no FROM revisions) AND content_id = ?"
-            orphans = sorted(c for c in candidates if db.execute(named, (c,)).fetchone() is None)
+            orphans = sorted(c for c in candidates if db.execute(_named("?"), (c,)).fetchone() is None)
             removed_chunks = 0
             for content_id in orphans:
                 chunk_ids = [
