@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragraf.search.rank import Candidate, QueryInfo, apply_rules, stem
+from ragraf.search.paths import PathIndex
+from ragraf.search.rank import Candidate, QueryInfo, apply_rules, older_versions, stem
 from ragraf.store import ChunkHit
 
 
@@ -41,3 +42,45 @@ def test_a_file_named_for_a_query_word_in_another_number_ranks_first(query: str,
     assert ranked[0].hit.path == wanted
     off = apply_rules(QueryInfo.of(query), [Candidate(h, 1.0) for h in hits], {"path_match": False})
     assert off[0].hit.path != wanted  # the order comes from the rule, not from the path sort
+
+
+def _ranked(query: str, scored: dict[str, float], rules: dict[str, bool]) -> list[str]:
+    hits = [ChunkHit(i, p, 1, 10, None, "x", s) for i, (p, s) in enumerate(scored.items())]
+    ranked = apply_rules(QueryInfo.of(query), [Candidate(h, h.score) for h in hits], rules)
+    return [c.hit.path for c in ranked]
+
+
+def test_a_version_folder_with_a_newer_sibling_ranks_after_the_newer_one() -> None:
+    scored = {"src/v3/types.ts": 1.2, "src/v4/core/schemas.ts": 1.0}
+    assert (
+        _ranked("how a schema parses input", scored, {"version_penalty": True})[0] == "src/v4/core/schemas.ts"
+    )
+    assert _ranked("how a schema parses input", scored, {"version_penalty": False})[0] == "src/v3/types.ts"
+
+
+def test_a_versioned_copy_of_modules_ranks_after_the_unversioned_ones() -> None:
+    scored = {"pkg/v1/fields.py": 1.2, "pkg/v1/schema.py": 1.1, "pkg/fields.py": 1.0}
+    on = _ranked("how are fields declared", scored, {"version_penalty": True})
+    # The whole copy goes down, not only the file with an unversioned twin.
+    assert on == ["pkg/fields.py", "pkg/v1/fields.py", "pkg/v1/schema.py"]
+    assert _ranked("how are fields declared", scored, {"version_penalty": False})[0] == "pkg/v1/fields.py"
+
+
+def test_a_query_naming_the_version_keeps_its_folder_up() -> None:
+    scored = {"src/v3/errors.ts": 1.2, "src/v4/core/errors.ts": 1.0}
+    assert _ranked("v3 compatibility error types", scored, {"version_penalty": True})[0] == "src/v3/errors.ts"
+
+
+def test_entry_files_or_a_lone_version_folder_do_not_make_a_folder_older() -> None:
+    # index.ts re-exporting the current version exists beside it in many packages.
+    assert older_versions({"src/index.ts", "src/v4/index.ts", "src/v4/schemas.ts"}) == set()
+    assert older_versions({"api/v1/users.py", "api/app.py"}) == set()
+    assert older_versions({"lib/dev3/a.py", "lib/dev4/a.py"}) == set()  # not version folders
+
+
+def test_path_index_weighs_a_word_by_how_few_paths_hold_it() -> None:
+    paths = [f"src/pkg/module_{i}.py" for i in range(20)] + ["src/pkg/aliases.py", "src/pkg/fields.py"]
+    index = PathIndex.build(paths)
+    stems = QueryInfo.of("alias handling in the pkg src module").stems
+    assert index.match(stems, 3)[0] == "src/pkg/aliases.py"
+    assert index.match(frozenset({"nothing"}), 3) == []

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragraf import Index
+from ragraf.search.engine import lexical_candidates, run_search
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MODULES = ["json", "csv.py", "argparse.py", "heapq.py", "textwrap.py", "difflib.py", "shutil.py"]
@@ -112,3 +113,74 @@ def test_a_pasted_bug_report_uses_its_paths_and_identifiers(stdlib_slice: Index)
     results = stdlib_slice.search(BUG_REPORT, k=5).results
     assert results[0].path == "json/encoder.py", [r.path for r in results]
     assert "_iterencode_dict" in (results[0].symbol or "") + results[0].snippet
+
+
+def _index(root: Path, files: dict[str, str]) -> Index:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    idx = Index.open(root, embedder="none")
+    idx.index()
+    return idx
+
+
+# Thirty clients talk about retries and backoff; the module named for it only computes the delay.
+RETRY_CLIENTS = {
+    f"pkg/client_{i}.py": (
+        f"def call_{i}(send, attempts):\n"
+        "    # retries wait for the backoff between attempts; the backoff grows with the retries\n"
+        "    for attempt in range(attempts):\n"
+        "        if send():\n"
+        "            return True\n"
+        "    return False\n"
+    )
+    for i in range(30)
+}
+BACKOFF = "def delay(attempt, base=0.1, cap=30.0):\n    return min(cap, base * 2 ** attempt)\n"
+
+
+def test_a_file_named_for_the_query_joins_the_results_though_its_text_ranks_too_low(tmp_path: Path) -> None:
+    idx = _index(tmp_path, {**RETRY_CLIENTS, "pkg/backoff.py": BACKOFF})
+    query = "backoff between retries"
+    on = [r.path for r in idx.search(query, k=5).results]
+    off = [r.path for r in idx.search(query, k=5, rules={"path_candidates": False}).results]
+    assert "pkg/backoff.py" in on, on
+    assert "pkg/backoff.py" not in off, off
+
+
+def test_files_named_for_the_query_join_the_candidates_of_both_retrievers(tmp_path: Path) -> None:
+    idx = _index(tmp_path, {**RETRY_CLIENTS, "pkg/backoff.py": BACKOFF})
+    store = idx.store()
+    rev = store.current_revision()
+    assert rev is not None
+    query = "backoff between retries"
+    # A stand-in vector side (any ranked list) puts the engine on reciprocal-rank fusion, where a
+    # third list's file found by neither retriever is among the candidates, if not near the top.
+    vectors = lambda limit: lexical_candidates(store, rev.rev_no, "send", limit)  # noqa: E731
+    on = run_search(store, rev.rev_no, query, 40, vector_hits=vectors).hits
+    off = run_search(store, rev.rev_no, query, 40, vector_hits=vectors, rules={"path_candidates": False}).hits
+    assert "pkg/backoff.py" in [c.hit.path for c in on]
+    assert "pkg/backoff.py" not in [c.hit.path for c in off]
+
+
+FIELDS = "class Field:\n    '''A declared field of a model: its type, default and constraints.'''\n"
+
+
+def test_the_unversioned_module_ranks_before_its_copy_in_a_version_folder(tmp_path: Path) -> None:
+    # The copy in v1/ says more about fields than the current module does.
+    idx = _index(
+        tmp_path,
+        {
+            "pkg/fields.py": FIELDS,
+            "pkg/v1/fields.py": FIELDS + "# fields are declared on the model; declared fields are checked\n",
+            "pkg/v1/main.py": "def declared_fields(model):\n    return model.fields\n",
+        },
+    )
+    query = "how are model fields declared"
+    only = {"path_candidates": False}
+    on = [r.path for r in idx.search(query, k=5, rules=only).results]
+    off = [r.path for r in idx.search(query, k=5, rules={**only, "version_penalty": False}).results]
+    assert on[0] == "pkg/fields.py", on
+    assert off[0].startswith("pkg/v1/"), off
+    named = [r.path for r in idx.search("how are model fields declared in v1", k=5, rules=only).results]
+    assert named[0].startswith("pkg/v1/"), named

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragraf.facts.lookup import rank_definitions
+from ragraf.search.paths import path_index
 from ragraf.search.rank import Candidate, QueryInfo, add_file_evidence, apply_rules, enabled, merge_and_cap
 from ragraf.store import ChunkHit, Store
 from ragraf.tokens import STOPWORDS, fts_match, query_terms, split_identifier
@@ -17,6 +18,8 @@ RRF_K = 100
 VECTOR_WEIGHT = 1.0
 PER_FILE = 1  # distinct files serve an agent better than a second chunk of one (measured: bench NDCG)
 CANDIDATES = 50
+PATH_FILES = 20  # files named for the query words, as a third list fused with the other two
+PATH_WEIGHT = 0.5  # its weight in the fusion, against 1.0 for lexical and VECTOR_WEIGHT for vectors
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,38 @@ def rrf(lexical: list[ChunkHit], vector: list[ChunkHit]) -> list[Candidate]:
             scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank + 1)
             hits.setdefault(key, hit)
     return [Candidate(hits[key], s) for key, s in scores.items()]
+
+
+def add_path_candidates(
+    store: Store, rev_no: int, query: str, q: QueryInfo, candidates: list[Candidate], rrf_scale: bool
+) -> list[Candidate]:
+    """Fuse in the files whose paths are best named for the query words, as a third ranked list.
+
+    A file already among the candidates adds the list's share to its best chunk; another one joins
+    with the chunk of it that holds the most query terms.
+    """
+    files = path_index(store, rev_no).match(q.stems, PATH_FILES)
+    if not files:
+        return candidates
+    out = list(candidates)
+    best: dict[str, int] = {}
+    for i, c in enumerate(out):
+        if c.hit.path not in best or c.score > out[best[c.hit.path]].score:
+            best[c.hit.path] = i
+    terms = [t for t in query_terms(query) if len(t) > 2]
+    for rank, path in enumerate(files):
+        # RRF's share for that rank; with normalised-score fusion, a 0..1 score falling with rank.
+        share = PATH_WEIGHT / (RRF_K + rank + 1) if rrf_scale else PATH_WEIGHT * (1.0 - rank / len(files))
+        i = best.get(path)
+        if i is not None:
+            out[i] = Candidate(out[i].hit, out[i].score + share)
+            continue
+        chunks = store.chunks_of(rev_no, path)
+        if chunks:
+            lowered = [c.text.lower() for c in chunks]
+            pick = max(range(len(chunks)), key=lambda j: (sum(t in lowered[j] for t in terms), -j))
+            out.append(Candidate(chunks[pick], share))
+    return out
 
 
 def code_names(query: str) -> list[str]:
@@ -127,7 +162,10 @@ def run_search(
     # With one retriever there is nothing to fuse: its own normalised scores keep their spacing.
     use_rrf = bool(lexical and vector) and enabled(rules, "rrf")
     candidates = rrf(lexical, vector) if use_rrf else fuse_scores(lexical, vector)
+    q = QueryInfo.of(query)
+    if mode == "hybrid" and limit and q.stems and enabled(rules, "path_candidates"):
+        candidates = add_path_candidates(store, rev_no, query, q, candidates, rrf_scale=use_rrf)
     if enabled(rules, "definition_boost"):
         candidates = boost_definitions(store, rev_no, query, candidates)
-    ranked = add_file_evidence(apply_rules(QueryInfo.of(query), candidates, rules), rules)
+    ranked = add_file_evidence(apply_rules(q, candidates, rules), rules)
     return SearchOutcome(merge_and_cap(ranked, k, per_file=PER_FILE, rules=rules), notes)

@@ -6,13 +6,14 @@ import functools
 import re
 from dataclasses import dataclass, replace
 
+from ragraf.facts.lookup import superseded_paths
 from ragraf.languages import DOC_LANGUAGES, is_test_path, language_of
 from ragraf.store import ChunkHit
 from ragraf.tokens import STOPWORDS, split_identifier
 
 RULES = (
-    "rrf", "definition_boost", "symbol_match", "path_match", "mentioned_path", "test_penalty", "doc_penalty",
-    "file_evidence", "file_cap", "merge_adjacent",
+    "rrf", "path_candidates", "definition_boost", "symbol_match", "path_match", "mentioned_path",
+    "test_penalty", "doc_penalty", "version_penalty", "file_evidence", "file_cap", "merge_adjacent",
 )  # fmt: skip
 _TEST_QUERY = re.compile(
     r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I
@@ -25,6 +26,11 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # token (bounded length) so a pathological query cannot make the pattern backtrack for long.
 _TOKEN_SPLIT = re.compile(r"[\s\"'`(),;:<>\[\]{}=]+")
 _PATH_TOKEN = re.compile(r"[\w./\-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
+_VERSION_DIR = re.compile(r"v(\d+)\Z", re.I)
+_VERSION_WORD = re.compile(r"\bv(\d+)\b", re.I)
+# A package's entry file exists beside a version folder and in it alike (index.ts, __init__.py),
+# so it says nothing about the folder being a copy.
+_ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
 _NOT_PLURAL = ("ss", "us", "is", "ias")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
@@ -64,6 +70,7 @@ class QueryInfo:
     wants_tests: bool
     wants_docs: bool
     paths: tuple[str, ...] = ()  # file paths the query quotes
+    versions: frozenset[str] = frozenset()  # version folders the query names ("v3")
 
     @classmethod
     def of(cls, query: str) -> QueryInfo:
@@ -76,8 +83,14 @@ class QueryInfo:
             t.strip(".").lstrip("/") for t in tokens if "/" in t and len(t) < 300 and _PATH_TOKEN.fullmatch(t)
         )
         paths = tuple(dict.fromkeys(p for p in quoted if p))
+        versions = frozenset(f"v{int(n)}" for n in _VERSION_WORD.findall(query[:20_000]))
         return cls(
-            identifiers, stems, bool(_TEST_QUERY.search(query)), bool(_DOC_QUERY.search(query)), paths[:50]
+            identifiers,
+            stems,
+            bool(_TEST_QUERY.search(query)),
+            bool(_DOC_QUERY.search(query)),
+            paths[:50],
+            versions,
         )
 
 
@@ -106,10 +119,44 @@ def _same_file(path: str, mentioned: str) -> bool:
     return path == mentioned or path.endswith("/" + mentioned) or mentioned.endswith("/" + path)
 
 
+def _version_split(path: str) -> tuple[str, str, str] | None:
+    """(the version folder, the path without it, its version) for a path under a `vN/` folder."""
+    parts = path.split("/")
+    for i, part in enumerate(parts[:-1]):
+        match = _VERSION_DIR.match(part)
+        if match:
+            return "/".join(parts[: i + 1]), "/".join(parts[:i] + parts[i + 1 :]), f"v{int(match.group(1))}"
+    return None
+
+
+def older_versions(paths: set[str], named: frozenset[str] = frozenset()) -> set[str]:
+    """Paths in a version folder that is not the one a plain import reaches, unless the query names it.
+
+    Two shapes, judged from the paths at hand: a folder with a newer sibling (`src/v3/` beside
+    `src/v4/`), and a folder that repeats modules which also exist without it (`pydantic/v1/fields.py`
+    beside `pydantic/fields.py`: a copy kept for compatibility).
+    """
+    split = {p: s for p in paths if (s := _version_split(p))}
+    if not split:
+        return set()
+    copies = {
+        folder
+        for p, (folder, plain, _) in split.items()
+        if plain in paths and p.rsplit("/", 1)[-1].split(".", 1)[0] not in _ENTRY_STEMS
+    }
+    older = superseded_paths(set(split)) | {p for p, (folder, _, _) in split.items() if folder in copies}
+    return {p for p in older if split[p][2] not in named}
+
+
 def apply_rules(
     q: QueryInfo, candidates: list[Candidate], rules: dict[str, bool] | None = None
 ) -> list[Candidate]:
-    """Boost symbol and path-name matches, demote tests and docs unless asked for; best first."""
+    """Boost symbol and path-name matches, demote tests, docs and older versions unless asked for; best first."""
+    older = (
+        older_versions({c.hit.path for c in candidates}, q.versions)
+        if enabled(rules, "version_penalty")
+        else set()
+    )
     out = []
     for cand in candidates:
         score = cand.score
@@ -125,6 +172,8 @@ def apply_rules(
             score *= 0.5
         if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
             score *= 0.6
+        if hit.path in older:
+            score *= 0.5
         out.append(Candidate(hit, score))
     out.sort(key=lambda c: (-c.score, c.hit.path, c.hit.start_line))
     return out
