@@ -84,3 +84,19 @@ def test_path_index_weighs_a_word_by_how_few_paths_hold_it() -> None:
     stems = QueryInfo.of("alias handling in the pkg src module").stems
     assert index.match(stems, 3)[0] == "src/pkg/aliases.py"
     assert index.match(frozenset({"nothing"}), 3) == []
+
+
+def test_a_path_index_updated_for_another_revision_matches_a_fresh_one() -> None:
+    before = {f"src/pkg/module_{i}.py" for i in range(40)} | {"src/pkg/aliases.py"}
+    after = (before - {"src/pkg/aliases.py", "src/pkg/module_3.py"}) | {"src/pkg/alias_generators.py"}
+    updated = PathIndex.build(before).updated(after)
+    assert updated == PathIndex.build(after)
+    assert updated.match(QueryInfo.of("alias handling").stems, 3) == ["src/pkg/alias_generators.py"]
+
+
+def test_a_long_query_matches_paths_by_its_rarest_words_within_a_budget() -> None:
+    paths = [f"src/pkg/common_{i}.py" for i in range(30_000)] + ["src/pkg/resolver.py"]
+    index = PathIndex.build(paths)
+    # "src", "pkg" and "common" name every path; the budget skips them, the rare word still counts.
+    stems = QueryInfo.of("src pkg common resolver").stems
+    assert index.match(stems, 1) == ["src/pkg/resolver.py"]
