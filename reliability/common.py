@@ -221,10 +221,12 @@ def revision_digest(db: sqlite3.Connection, rev_no: int) -> str:
     for row in facts:
         h.update(json.dumps(row).encode())
     refs = db.execute(
-        "SELECT count(*) FROM manifest m JOIN refs r ON r.content_id = m.content_id WHERE m.rev_no = ?",
+        "SELECT m.path, r.name, r.sites FROM manifest m JOIN ref_sites r ON r.content_id = m.content_id "
+        "WHERE m.rev_no = ? ORDER BY m.path, r.name",
         (rev_no,),
-    ).fetchone()[0]
-    h.update(str(refs).encode())
+    )
+    for row in refs:
+        h.update(json.dumps(row).encode())
     return h.hexdigest()
 
 

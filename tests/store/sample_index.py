@@ -17,8 +17,8 @@ StoreFactory = Callable[..., Store]
 def bundle(settings: Settings, path: str, text: str) -> ContentBundle:
     """Chunks and facts of one file, made by the real pipeline."""
     language = language_of(path)
-    chunks, facts, status = analyse(text, language, settings)
-    return ContentBundle((sha(text), language, CHUNKER), chunks, facts, status)
+    chunks, facts, refs, status = analyse(text, language, settings)
+    return ContentBundle((sha(text), language, CHUNKER), chunks, facts, status, refs)
 
 
 def sha(text: str) -> str:

@@ -15,14 +15,30 @@ def _found(idx: Index) -> list[str]:
     return [r.path for r in idx.search("TCPConnector", mode="lexical").results]
 
 
-def _back_to_schema_6(db_path: Path, *statements: str) -> None:
-    """Mark the file as schema 6, after statements that make it look as a ragraf of that day left it."""
+# Before schema 9, references were one row per use.
+_REFS_AS_ROWS = (
+    "CREATE TABLE refs (content_id INTEGER NOT NULL, name TEXT NOT NULL, container TEXT, line INTEGER NOT NULL, "
+    "is_call INTEGER NOT NULL)",
+    "INSERT INTO refs SELECT r.content_id, r.name, json_extract(s.value, '$[2]'), json_extract(s.value, '$[0]'), "
+    "json_extract(s.value, '$[1]') FROM ref_sites r, json_each(r.sites) s",
+    "DROP TABLE ref_sites",
+    "CREATE INDEX refs_by_name ON refs (name)",
+)
+
+
+def _back_to_schema(version: int, db_path: Path, *statements: str) -> None:
+    """Mark the file as an older schema, after statements that make it look as a ragraf of that day
+    left it."""
     db = sqlite3.connect(db_path)
-    for statement in statements:
+    for statement in (*_REFS_AS_ROWS, *statements):
         db.execute(statement)
-    db.execute("PRAGMA user_version = 6")
+    db.execute(f"PRAGMA user_version = {version}")
     db.commit()
     db.close()
+
+
+def _back_to_schema_6(db_path: Path, *statements: str) -> None:
+    _back_to_schema(6, db_path, *statements)
 
 
 def _assert_consistent(idx: Index) -> None:
@@ -47,7 +63,7 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     idx = Index.open(root, embedder="none")
     assert _found(idx) == before
     db = sqlite3.connect(idx.settings.db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 8
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 9
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert db.execute("SELECT count(*) FROM chunks_fts_retained").fetchone()[0] == 0
     indexes = {
@@ -55,6 +71,40 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
         for r in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'manifest' AND type = 'index'")
     }
     assert "manifest_by_revision" in indexes and "manifest_by_content" not in indexes
+    db.close()
+    _assert_consistent(idx)
+
+
+def _references(idx: Index, name: str) -> list[tuple[str, int, str | None, str]]:
+    hits = idx.find_references(name).results
+    return [(h["path"], h["line"], h["container"], h["kind"]) for h in hits]
+
+
+def test_an_index_at_schema_8_packs_its_references_by_name_and_answers_the_same(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    many = "".join(
+        f"def use_{i}():\n    resolve_host('h{i}')\n    return resolve_host\n\n\n" for i in range(30)
+    )
+    write(root, {**SAMPLE, "src/app/many.py": f"from app.server import resolve_host\n\n\n{many}"})
+    idx = Index.open(root, embedder="none")
+    idx.index()
+    before = {name: _references(idx, name) for name in ("resolve_host", "TCPConnector", "gethostbyname")}
+    assert len(before["resolve_host"]) > 60 and {kind for *_, kind in before["resolve_host"]} == {
+        "call",
+        "reference",
+    }
+    idx.close()
+    _back_to_schema(8, idx.settings.db_path)
+    db = sqlite3.connect(idx.settings.db_path)
+    uses = db.execute("SELECT count(*) FROM refs").fetchone()[0]
+    db.close()
+    idx = Index.open(root, embedder="none")
+    assert {name: _references(idx, name) for name in before} == before
+    db = sqlite3.connect(idx.settings.db_path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+    assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'refs'").fetchone()[0] == 0
+    # One row per (content, name): many.py's 91 uses of resolve_host are one.
+    assert db.execute("SELECT count(*) FROM ref_sites").fetchone()[0] < uses / 2
     db.close()
     _assert_consistent(idx)
 

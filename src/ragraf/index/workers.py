@@ -16,7 +16,8 @@ from ragraf.config import Settings
 from ragraf.corpus import Unindexable, extract
 from ragraf.facts import extract_facts, qualified_name
 from ragraf.languages import TREE_SITTER_LANGUAGES
-from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord
+from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord, RefSites
+from ragraf.store.base import pack_sites
 from ragraf.tokens import index_text
 
 # Below this many files a pool costs more to start than it saves.
@@ -25,11 +26,12 @@ _POOL_MIN_FILES = 64
 
 def _facts(
     text: str, language: str, tree: object | None
-) -> tuple[list[FactRecord], str, list[SymbolSpan] | None]:
-    """Fact rows, their status, and the definitions that name chunks (None: the chunker guesses)."""
+) -> tuple[list[FactRecord], list[RefSites], str, list[SymbolSpan] | None]:
+    """Definition and import rows, references by name, their status, and the definitions that
+    name chunks (None: the chunker guesses)."""
     facts = extract_facts(text, language, tree=tree)  # type: ignore[arg-type]
     if not facts.supported:
-        return [], "unsupported", None
+        return [], [], "unsupported", None
     lines = text.split("\n")
     rows: list[FactRecord] = []
     symbols: list[SymbolSpan] = []
@@ -52,20 +54,22 @@ def _facts(
         )
         symbols.append(SymbolSpan(qualified_name(d), d.start_line, d.end_line))
     rows.extend(
-        FactRecord("ref", r.name, None, r.container, r.line, r.line, r.line, None, r.is_call)
-        for r in facts.references
-    )
-    rows.extend(
         FactRecord("import", i.name or i.module, None, None, i.line, i.line, i.line, i.module)
         for i in facts.imports
     )
-    return rows, "partial" if facts.partial else "supported", symbols
+    sites: dict[str, list[tuple[int, bool, str | None]]] = {}
+    for r in facts.references:
+        sites.setdefault(r.name, []).append((r.line, r.is_call, r.container))
+    refs = [RefSites(name, pack_sites(uses)) for name, uses in sites.items()]
+    return rows, refs, "partial" if facts.partial else "supported", symbols
 
 
-def analyse(text: str, language: str, settings: Settings) -> tuple[list[ChunkRecord], list[FactRecord], str]:
+def analyse(
+    text: str, language: str, settings: Settings
+) -> tuple[list[ChunkRecord], list[FactRecord], list[RefSites], str]:
     """Chunks and facts of one file's text, from one parse."""
     tree = parse(text, language) if language in TREE_SITTER_LANGUAGES else None
-    facts, status, symbols = _facts(text, language, tree)
+    facts, refs, status, symbols = _facts(text, language, tree)
     if language == "markdown":
         symbols = None  # the heading chunker names its own sections
     chunks = chunk_text(text, language, settings.chunk_max_chars, settings.chunk_min_chars, symbols, tree)
@@ -75,7 +79,7 @@ def analyse(text: str, language: str, settings: Settings) -> tuple[list[ChunkRec
         )
         for i, c in enumerate(chunks)
     ]
-    return records, facts, status
+    return records, facts, refs, status
 
 
 def prepare(job: tuple[ContentKey, str, Settings]) -> ContentBundle | None:
@@ -87,8 +91,8 @@ def prepare(job: tuple[ContentKey, str, Settings]) -> ContentBundle | None:
         return None
     if ex.sha256 != key[0]:
         return None  # changed again since hashing: the next run picks it up
-    chunks, facts, status = analyse(ex.text, key[1], settings)
-    return ContentBundle(key, chunks, facts, status)
+    chunks, facts, refs, status = analyse(ex.text, key[1], settings)
+    return ContentBundle(key, chunks, facts, status, refs)
 
 
 def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Iterator[ContentBundle | None]:

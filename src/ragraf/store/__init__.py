@@ -15,6 +15,7 @@ from ragraf.store.base import (
     FactRecord,
     ManifestEntry,
     NewRevision,
+    RefSites,
     Revision,
     StatEntry,
     Store,
@@ -41,5 +42,5 @@ def view_label(view: str) -> str:
 
 __all__ = [
     "ChunkHit", "ChunkRecord", "ContentBundle", "ContentKey", "DriftEntry", "DriftEvent", "FactHit", "FactRecord",
-    "ManifestEntry", "NewRevision", "Revision", "StatEntry", "Store", "open_store",
+    "ManifestEntry", "NewRevision", "RefSites", "Revision", "StatEntry", "Store", "open_store",
 ]  # fmt: skip

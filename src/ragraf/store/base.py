@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Protocol
 
@@ -80,14 +81,44 @@ class FactRecord(NamedTuple):
     body_hash: str | None = None
 
 
+class RefSites(NamedTuple):
+    """Every reference to one name in one content. A file uses most names it uses several times
+    (six on average), so one row per name stores and indexes a sixth of the rows one per use would.
+    `sites` is pack_sites() of (line, is_call, container) in line order."""
+
+    name: str
+    sites: str
+
+
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def pack_sites(sites: list[tuple[int, bool, str | None]]) -> str:
+    """[[line, 0|1, container], ...] as compact JSON, the form SQLite's json_array gives too."""
+    return _COMPACT_JSON([(line, int(call), container) for line, call, container in sites])
+
+
+def unpack_sites(packed: str) -> list[tuple[int, bool, str | None]]:
+    return [(line, bool(call), container) for line, call, container in json.loads(packed)]
+
+
 @dataclass(frozen=True)
 class ContentBundle:
     """Everything stored for one new content: its chunks and facts."""
 
     key: tuple[str, str, str]  # (sha256, language, chunker)
     chunks: list[ChunkRecord]
-    facts: list[FactRecord]
+    facts: list[FactRecord]  # definitions and imports
     facts_status: str  # supported | partial | unsupported
+    refs: list[RefSites] = field(default_factory=list)
+
+    def ref_records(self) -> list[FactRecord]:
+        """The references one row per use, for stores that keep them so."""
+        return [
+            FactRecord("ref", r.name, None, container, line, line, line, None, call)
+            for r in self.refs
+            for line, call, container in unpack_sites(r.sites)
+        ]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragraf.errors import StoreError
-from ragraf.store.base import ChunkRecord, ContentBundle, FactRecord, ManifestEntry, Revision, StatEntry
+from ragraf.store.base import (
+    ChunkRecord,
+    ContentBundle,
+    FactRecord,
+    ManifestEntry,
+    RefSites,
+    Revision,
+    StatEntry,
+)
 from ragraf.store.postgres import PostgresStore, _revision_values, default_repo_key
 from ragraf.store.sqlite import SqliteStore
 
@@ -73,8 +81,6 @@ def _copy(
     chunk_map: dict[int, int] = {}
     n_chunks = n_facts = 0
     total = db.execute("SELECT count(*) FROM contents").fetchone()[0]
-    # Newer SQLite indexes keep references in a table of their own.
-    has_refs = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refs'").fetchone()
     say(f"copying {total} contents")
     for rows in _batches(
         db.execute("SELECT id, sha256, language, chunker, facts_status FROM contents ORDER BY id")
@@ -100,17 +106,16 @@ def _copy(
                     (content_id,),
                 )
             ]
-            if has_refs:
-                facts += [
-                    FactRecord("ref", name, None, container, line, line, line, None, bool(is_call))
-                    for name, container, line, is_call in db.execute(
-                        "SELECT name, container, line, is_call FROM refs WHERE content_id = ? ORDER BY rowid",
-                        (content_id,),
-                    )
-                ]
+            refs = [
+                RefSites(name, sites)
+                for name, sites in db.execute(
+                    "SELECT name, sites FROM ref_sites WHERE content_id = ? ORDER BY rowid", (content_id,)
+                )
+            ]
+            bundle = ContentBundle((sha, language, chunker), chunks, facts, status, refs)
             n_chunks += len(chunks)
-            n_facts += len(facts)
-            bundles.append(ContentBundle((sha, language, chunker), chunks, facts, status))
+            n_facts += len(facts) + len(bundle.ref_records())
+            bundles.append(bundle)
         new_ids = dst._add_contents(conn, bundles)
         for (content_id, *_), b in zip(rows, bundles, strict=True):
             content_map[content_id] = new_ids[b.key]

@@ -651,7 +651,7 @@ class PostgresStore:
             "end_line, signature, is_call, body_hash) FROM STDIN"
         ) as copy:
             for item, content_id in zip(bundles, content_ids, strict=True):
-                for f in item.facts:
+                for f in (*item.facts, *item.ref_records()):
                     copy.write_row(
                         (
                             self.repo_id,

@@ -26,6 +26,7 @@ from ragraf.store.base import (
     NewRevision,
     Revision,
     StatEntry,
+    unpack_sites,
 )
 from ragraf.store.sqlite_migrations import APPLICATION_ID, MIGRATIONS
 
@@ -346,16 +347,11 @@ class SqliteStore:
                             f.body_hash,
                         )
                         for f in item.facts
-                        if f.kind != "ref"
                     ],
                 )
                 db.executemany(
-                    "INSERT INTO refs (content_id, name, container, line, is_call) VALUES (?, ?, ?, ?, ?)",
-                    [
-                        (content_id, f.name, f.container, f.line, int(f.is_call))
-                        for f in item.facts
-                        if f.kind == "ref"
-                    ],
+                    "INSERT INTO ref_sites (content_id, name, sites) VALUES (?, ?, ?)",
+                    [(content_id, r.name, r.sites) for r in item.refs],
                 )
         return ids
 
@@ -435,14 +431,20 @@ class SqliteStore:
             where.append("m.path = ?")
             args.append(path)
         rows = self.db.execute(
-            "SELECT r.name, m.path, r.line, r.container, r.is_call FROM refs r "
-            f"{_fact_join(name, path)} ON m.content_id = r.content_id "
-            f"WHERE {' AND '.join(where)} ORDER BY m.path, r.line LIMIT ?",
-            (*args, limit),
-        ).fetchall()
-        return [
-            FactHit("ref", r[0], None, r[1], r[2], r[2], r[2], r[3], None, bool(r[4]), None) for r in rows
-        ]
+            f"SELECT r.name, m.path, r.sites FROM ref_sites r {_fact_join(name, path)} ON m.content_id = r.content_id "
+            f"WHERE {' AND '.join(where)} ORDER BY m.path",
+            args,
+        )
+        hits: list[FactHit] = []
+        for ref_name, ref_path, sites in rows:
+            if len(hits) >= limit and hits[-1].path != ref_path:
+                break  # every use at a path ahead of the cut is in
+            hits.extend(
+                FactHit("ref", ref_name, None, ref_path, line, line, line, container, None, call, None)
+                for line, call, container in unpack_sites(sites)
+            )
+        hits.sort(key=lambda h: (h.path, h.line))
+        return hits[:limit]
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self.db.execute(
@@ -864,7 +866,7 @@ class SqliteStore:
                 removed_chunks += len(chunk_ids)
             if orphans:
                 # One pass over the references instead of an index on content_id that every insert pays for.
-                db.execute("DELETE FROM refs WHERE content_id NOT IN (SELECT id FROM contents)")
+                db.execute("DELETE FROM ref_sites WHERE content_id NOT IN (SELECT id FROM contents)")
                 db.execute("DELETE FROM pending_fts WHERE chunk_id NOT IN (SELECT id FROM chunks)")
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) SELECT 'gc_content_mark', coalesce(max(id), 0) FROM contents"
