@@ -76,6 +76,11 @@ def test_identical_tree_at_a_second_path_embeds_nothing(tmp_path: Path, fake: Fa
         and warm["embeddings"]["cache_hits"] == cold["embeddings"]["computed"]
     )
     assert embedding_requests() == asked  # not one text embedded again for the copy
+    # Progress counts the chunks the cache answered: the phase ends at its total.
+    shutil.copytree(a, tmp_path / "c")
+    out = run_cli("index", "--root", str(tmp_path / "c"), env=env)
+    hits = warm["embeddings"]["cache_hits"]
+    assert out.returncode == 0 and f"embedding chunks: {hits}/{hits} done" in out.stderr, out.stderr
 
 
 def test_dead_embedder_at_query_time_answers_degraded_with_the_warning_first(

@@ -69,6 +69,8 @@ def embed_revision(
                     f"embedding stopped: {exc.message}; search answers lexically for what is not embedded "
                     f"({exc.suggest or 'run `ragraf index` again to resume'})"
                 )
+            else:  # the window's cached and repeated texts are done too, not only the computed ones
+                progress.advance(len(window) - done_before)
             rows = [
                 (h.chunk_id, np.asarray(v, dtype=np.float32).tobytes())
                 for h, v in zip(window, result.vectors, strict=True)
