@@ -33,11 +33,7 @@ from ragraf.store import (
 # A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
 # clock tick (git's "racy" problem): such files are re-hashed next time.
 RACY_NS = 2_000_000_000
-# New contents are committed in batches: a killed run keeps what it committed, and each commit
-# rewrites every index page the batch touched (facts land all over the name indexes), so batches
-# are big, and bounded in memory.
-_BATCH_FILES = 1000
-_BATCH_BYTES = 64 * 1024 * 1024
+_BATCH_FILES = 200
 # Up to this many moved files a run commits a change to the current revision (index_moved);
 # past it, the whole pass over the listing costs about the same.
 CHANGE_MAX_FILES = 2000
@@ -202,17 +198,15 @@ def store_contents(
     new_chunks = 0
     progress.start("chunking files", len(missing))
     batch: list[ContentBundle] = []
-    batch_bytes = 0
     for bundle in prepare_all([(key, need[key].stat.path) for key in missing], settings):
         progress.advance()
         if bundle is None:
             continue
         new_chunks += len(bundle.chunks)
         batch.append(bundle)
-        batch_bytes += need[bundle.key].stat.size
-        if len(batch) >= _BATCH_FILES or batch_bytes >= _BATCH_BYTES:
+        if len(batch) >= _BATCH_FILES:
             ids.update(store.add_contents(batch))
-            batch, batch_bytes = [], 0
+            batch = []
     ids.update(store.add_contents(batch))
     progress.done()
     return ids, new_chunks
