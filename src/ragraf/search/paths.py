@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from ragraf.search.rank import _segment_stems, path_stems
+from ragraf.search.rank import path_stems, segment_stems
 from ragraf.store import Store
 
 # A long query (a pasted bug report) can hold words that name most paths; the stems are read rarest
@@ -148,7 +148,7 @@ class JoinedPaths:
             right = min(
                 (r for r in (path.find("/", j, base), path.find("\\", j, base)) if r >= 0), default=base
             )
-            if s not in _segment_stems(path[left:right]):
+            if s not in segment_stems(path[left:right]):
                 i = lowered.find(key, start + right)
                 continue
             if right < base and path[right] == "/":

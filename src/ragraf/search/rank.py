@@ -58,12 +58,13 @@ def stem(word: str) -> str:
 def path_stems(path: str) -> frozenset[str]:
     """Stems of every part of a path: folders and file stem, split as identifiers."""
     base = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    return frozenset().union(*map(_segment_stems, re.split(r"[/\\]+", base)))
+    return frozenset().union(*map(segment_stems, re.split(r"[/\\]+", base)))
 
 
 @functools.lru_cache(maxsize=100_000)
-def _segment_stems(segment: str) -> frozenset[str]:
-    # Folder names repeat across a tree's paths: stemming each once keeps indexing every path cheap.
+def segment_stems(segment: str) -> frozenset[str]:
+    """Stems of one folder or file name. Names repeat across a tree's paths: stemming each once
+    keeps indexing every path cheap."""
     return frozenset(
         stem(p) for w in re.split(r"[.\-]+", segment) for p in (split_identifier(w) or (w,)) if p
     )
