@@ -92,6 +92,26 @@ def test_module_level_assignments_are_constants_or_variables() -> None:
     assert "C.field" not in defs and "f.LOCAL" not in defs
 
 
+def test_each_name_a_tuple_or_list_assignment_binds_is_defined() -> None:
+    text = (
+        "A, b = 1, 2\n"
+        "(C, (D, e)) = f()\n"
+        "[F,\n *G] = g\n"
+        "obj.attr, H = 1, 2\n"
+        "class K:\n    P, q = 1, 2\n"
+        "if T:\n    R, s = 1, 2\n"
+        "def run():\n    x, y = 1, 2\n"
+        "for i, j in pairs:\n    pass\n"
+    )
+    defs = [(qualified_name(d), d.kind, d.line) for d in extract_facts(text, "python").definitions]
+    assert defs == [
+        ("A", "constant", 1), ("b", "variable", 1), ("C", "constant", 2), ("D", "constant", 2),
+        ("e", "variable", 2), ("F", "constant", 3), ("G", "constant", 4), ("H", "constant", 5),
+        ("K", "class", 6), ("K.P", "constant", 7), ("R", "constant", 9), ("s", "variable", 9),
+        ("run", "function", 10),
+    ]  # fmt: skip
+
+
 def test_assignments_under_if_try_and_with_blocks_count_at_the_level_the_blocks_sit() -> None:
     text = (
         "from typing import TYPE_CHECKING\n"

@@ -6,21 +6,26 @@ from tree_sitter import Node
 
 from .base import LanguageRules, constant_only, constant_or_variable, text
 
+# What an assignment defines names in: `A = ...`, and each name of `A, B = ...`, `(A, B) = ...`
+# and `[A, *B] = ...`.
+_TARGETS = "[(identifier) (pattern_list) (tuple_pattern) (list_pattern)]"
+_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern"})
+
 # Bare identifiers (@name) only where a global name is commonly used: capturing every
 # identifier costs a third more time and yields mostly locals, which are filtered out anyway.
-QUERY = r"""
+QUERY = rf"""
 (function_definition) @def.function
 (decorated_definition) @wrapper
 (class_definition) @def.class
-(module (assignment left: (identifier)) @def.var)
-(class_definition body: (block (assignment left: (identifier)) @def.classvar))
-(if_statement consequence: (block (assignment left: (identifier)) @def.blockvar))
-(elif_clause consequence: (block (assignment left: (identifier)) @def.blockvar))
-(else_clause body: (block (assignment left: (identifier)) @def.blockvar))
-(try_statement body: (block (assignment left: (identifier)) @def.blockvar))
-(except_clause (block (assignment left: (identifier)) @def.blockvar))
-(finally_clause (block (assignment left: (identifier)) @def.blockvar))
-(with_statement body: (block (assignment left: (identifier)) @def.blockvar))
+(module (assignment left: {_TARGETS}) @def.var)
+(class_definition body: (block (assignment left: {_TARGETS}) @def.classvar))
+(if_statement consequence: (block (assignment left: {_TARGETS}) @def.blockvar))
+(elif_clause consequence: (block (assignment left: {_TARGETS}) @def.blockvar))
+(else_clause body: (block (assignment left: {_TARGETS}) @def.blockvar))
+(try_statement body: (block (assignment left: {_TARGETS}) @def.blockvar))
+(except_clause (block (assignment left: {_TARGETS}) @def.blockvar))
+(finally_clause (block (assignment left: {_TARGETS}) @def.blockvar))
+(with_statement body: (block (assignment left: {_TARGETS}) @def.blockvar))
 (type_alias_statement) @def.type
 (call function: (identifier) @call)
 (call function: (attribute attribute: (identifier) @call))
@@ -50,7 +55,17 @@ QUERY = r"""
 
 
 def _assignment_name(node: Node) -> list:
-    return [(node.child_by_field_name("left"), None, None)]
+    left = node.child_by_field_name("left")
+    if left is None or left.type not in _PATTERNS:
+        return [(left, None, None)]
+    names, todo = [], [left]
+    while todo:  # nested patterns, in source order; `obj.x, y = ...` defines only y here
+        part = todo.pop()
+        if part.type == "identifier":
+            names.append((part, None, None))
+        elif part.type in _PATTERNS:
+            todo.extend(reversed(part.named_children))
+    return names
 
 
 # Statements whose blocks still run at the level they sit at: `if TYPE_CHECKING:`, `try:` /
