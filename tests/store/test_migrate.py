@@ -97,6 +97,13 @@ def test_migrate_copies_the_whole_index_and_answers_alike(
                 assert sorted(src.find_facts(rev.rev_no, kind), key=repr) == sorted(
                     dst.find_facts(rev.rev_no, kind), key=repr
                 )
+            # References come packed and answer in the same order too: by name, by path, cut by a limit.
+            names = sorted({h.name for h in src.find_facts(rev.rev_no, "ref")})
+            assert len(names) > 5
+            for lookup in [*({"name": n} for n in names), *({"path": p} for p in a), {"limit": 5}]:
+                assert src.find_facts(rev.rev_no, "ref", **lookup) == dst.find_facts(
+                    rev.rev_no, "ref", **lookup
+                )
         rev = dst.current_revision()
         assert rev is not None
         for query in QUERIES:

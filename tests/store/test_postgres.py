@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,18 @@ from support import SAMPLE
 from ragraf.config import Settings
 from ragraf.errors import ConfigError, IndexMissingError, LockHeldError, StoreError
 from ragraf.search.engine import lexical_candidates
-from ragraf.store import ChunkRecord, ContentBundle, DriftEvent, ManifestEntry, NewRevision, StatEntry
+from ragraf.store import (
+    ChunkRecord,
+    ContentBundle,
+    DriftEvent,
+    FactRecord,
+    ManifestEntry,
+    NewRevision,
+    StatEntry,
+    Store,
+)
 from ragraf.store import postgres as pg
+from ragraf.store.base import unpack_sites
 from ragraf.store.postgres import PostgresStore, lex_tokens, match_terms
 from ragraf.store.sqlite import SqliteStore
 from ragraf.tokens import fts_match, query_terms
@@ -480,8 +491,30 @@ def test_an_index_from_an_older_ragraf_is_migrated_on_open(
     pg_server: PgServer, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dsn = fresh_database(pg_server)
+    add_contents = PostgresStore._add_contents
+
+    def one_fact_per_use(self: PostgresStore, conn: psycopg.Connection, items: list[ContentBundle]) -> object:
+        # Before schema 5 each use of a name was a row of facts.
+        uses = [
+            replace(
+                item,
+                facts=[
+                    *item.facts,
+                    *(
+                        FactRecord("ref", r.name, None, container, line, line, line, None, call)
+                        for r in item.refs
+                        for line, call, container in unpack_sites(r.sites)
+                    ),
+                ],
+                refs=[],
+            )
+            for item in items
+        ]
+        return add_contents(self, conn, uses)
+
     with monkeypatch.context() as old_ragraf:
         old_ragraf.setattr(pg, "MIGRATIONS", pg.MIGRATIONS[:2])
+        old_ragraf.setattr(PostgresStore, "_add_contents", one_fact_per_use)
         old = PostgresStore(dsn, "repo", create=True)
         rev = commit_files(old, settings, SAMPLE)
         old.close()
@@ -489,10 +522,103 @@ def test_an_index_from_an_older_ragraf_is_migrated_on_open(
     assert store.current_revision() == rev
     store.set_guard_snapshot(b"new in schema 3")
     assert store.guard_snapshot() == b"new in schema 3"
+    [call] = store.find_facts(rev.rev_no, "ref", name="resolve_host")  # packed by schema 5
+    assert (call.path, call.line, call.container, call.is_call) == (
+        "src/app/server.py",
+        11,
+        "TCPConnector.connect",
+        True,
+    )
     store.close()
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT max(version) FROM ragraf.schema_version").fetchone() == (
             len(pg.MIGRATIONS),
+        )
+
+
+# Before schema 5, references were one row per use in facts, inserted name by name in the order
+# the file first uses them.
+_REFS_AS_ROWS = (
+    "INSERT INTO ragraf.facts (repo_id, content_id, kind, name, name_lower, container, line, start_line, "
+    "end_line, is_call) SELECT r.repo_id, r.content_id, 'ref', r.name, lower(r.name), s.value ->> 2, "
+    "(s.value ->> 0)::integer, (s.value ->> 0)::integer, (s.value ->> 0)::integer, (s.value ->> 1) = '1' "
+    "FROM ragraf.ref_sites r, json_array_elements(r.sites::json) WITH ORDINALITY AS s (value, i) "
+    "ORDER BY r.content_id, r.ord, s.i",
+    "DROP TABLE ragraf.ref_sites",
+    "DELETE FROM ragraf.schema_version WHERE version > 4",
+)
+
+# Uses on one line, a container beyond ASCII, many uses of one name in one file.
+_REF_FILES = {
+    **SAMPLE,
+    "src/app/many.py": "from app.server import resolve_host\n\n\n"
+    + "".join(f"def use_{i}():\n    resolve_host('h{i}')\n    return resolve_host\n\n\n" for i in range(30)),
+    "src/app/grüße.py": "def grüße(name):\n    return resolve_host(name), Résumé(name).resolve_host\n",
+}
+_REF_LOOKUPS = [
+    {"name": "resolve_host"},
+    {"name": "RESOLVE_HOST", "exact": False},
+    {"name": "Résumé"},
+    {"name": "resolve_host", "path": "src/app/many.py"},
+    {"path": "src/app/grüße.py"},
+    {"name": "resolve_host", "limit": 7},
+    {"limit": 5},
+    {},
+]
+
+
+def _refs(store: Store, rev_no: int) -> list[list[tuple[object, ...]]]:
+    return [
+        [(h.name, h.path, h.line, h.container, h.is_call) for h in store.find_facts(rev_no, "ref", **lookup)]  # type: ignore[arg-type]
+        for lookup in _REF_LOOKUPS
+    ]
+
+
+def test_references_one_row_per_use_are_packed_by_name_on_open_and_answer_the_same(
+    pg_server: PgServer, settings: Settings, tmp_path: Path
+) -> None:
+    dsn = fresh_database(pg_server)
+    store = PostgresStore(dsn, "repo", create=True)
+    rev = commit_files(store, settings, _REF_FILES)
+    before = _refs(store, rev.rev_no)
+    assert len(before[0]) > 60 and {h[4] for h in before[0]} == {True, False}
+    assert [h[3] for h in before[2]] == ["grüße"]
+    assert len(before[5]) == 7 and len(before[6]) == 5
+    # SQLite answers every lookup alike, in the same order.
+    sqlite = SqliteStore(tmp_path / "index.db", create=True)
+    assert _refs(sqlite, commit_files(sqlite, settings, _REF_FILES).rev_no) == before
+    sqlite.close()
+    store.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        packed = conn.execute(
+            "SELECT content_id, ord, name, sites FROM ragraf.ref_sites ORDER BY 1, 2"
+        ).fetchall()
+        for statement in _REFS_AS_ROWS:
+            conn.execute(statement)
+        uses = conn.execute("SELECT count(*) FROM ragraf.facts WHERE kind = 'ref'").fetchone()[0]  # type: ignore[index]
+    store = PostgresStore(dsn, "repo")
+    assert _refs(store, rev.rev_no) == before
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT max(version) FROM ragraf.schema_version").fetchone() == (
+            len(pg.MIGRATIONS),
+        )
+        assert conn.execute("SELECT count(*) FROM ragraf.facts WHERE kind = 'ref'").fetchone() == (0,)
+        # The migration writes what pack_sites writes, byte for byte; one row per (content, name).
+        assert (
+            conn.execute("SELECT content_id, ord, name, sites FROM ragraf.ref_sites ORDER BY 1, 2").fetchall()
+            == packed
+        )
+        assert len(packed) < uses / 2
+    # Retention drops the references of the contents it drops.
+    last = commit_files(store, settings, {"src/app/server.py": SAMPLE["src/app/server.py"]})
+    store.gc(1)
+    [kept] = store.find_facts(last.rev_no, "ref", name="resolve_host")
+    assert kept.path == "src/app/server.py"
+    server = store.manifest(last.rev_no)["src/app/server.py"].content_id
+    store.close()
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM ragraf.ref_sites").fetchone() == (
+            sum(1 for content_id, *_ in packed if content_id == server),
         )
 
 

@@ -112,14 +112,6 @@ class ContentBundle:
     facts_status: str  # supported | partial | unsupported
     refs: list[RefSites] = field(default_factory=list)
 
-    def ref_records(self) -> list[FactRecord]:
-        """The references one row per use, for stores that keep them so."""
-        return [
-            FactRecord("ref", r.name, None, container, line, line, line, None, call)
-            for r in self.refs
-            for line, call, container in unpack_sites(r.sites)
-        ]
-
 
 @dataclass(frozen=True)
 class FactHit:

@@ -40,6 +40,7 @@ from ragraf.store.base import (
     NewRevision,
     Revision,
     StatEntry,
+    unpack_sites,
 )
 from ragraf.store.postgres_migrations import BOOTSTRAP, MIGRATIONS, SCHEMA, TS_CONFIG
 from ragraf.store.sqlite import dedupe_key
@@ -70,6 +71,8 @@ _TOKEN = re.compile(r"[^\W_]+")
 _KEEP = "0zq0"
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _FTS_KEYWORDS = frozenset({"OR", "AND", "NOT", "NEAR"})
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ASCII_LOWER = str.maketrans(_UPPER, _UPPER.lower())
 
 
 # tokens ------------------------------------------------------------------------------------
@@ -651,7 +654,7 @@ class PostgresStore:
             "end_line, signature, is_call, body_hash) FROM STDIN"
         ) as copy:
             for item, content_id in zip(bundles, content_ids, strict=True):
-                for f in (*item.facts, *item.ref_records()):
+                for f in item.facts:
                     copy.write_row(
                         (
                             self.repo_id,
@@ -669,6 +672,12 @@ class PostgresStore:
                             f.body_hash,
                         )
                     )
+        if any(item.refs for item in bundles):
+            with cur.copy("COPY ref_sites (repo_id, ord, content_id, name, sites) FROM STDIN") as copy:
+                for item, content_id in zip(bundles, content_ids, strict=True):
+                    for ord_, r in enumerate(item.refs):
+                        # JSON escapes every control character, so packed sites never hold a NUL.
+                        copy.write_row((self.repo_id, ord_, content_id, _clean(r.name), r.sites))
         # BM25 needs the row count, the mean length and each term's document frequency; counters
         # kept here beat a scan on every query. Sorted lexemes: concurrent upserts never deadlock.
         conn.execute(
@@ -896,6 +905,8 @@ class PostgresStore:
         limit: int = 1000,
     ) -> list[FactHit]:
         """Facts of one kind in a revision, by name (exact or case-insensitive) and/or path."""
+        if fact_kind == "ref":
+            return self._find_refs(rev_no, name, path, exact, limit)
         where = [sql.SQL("m.repo_id = %s AND m.rev_no = %s AND f.kind = %s")]
         args: list[object] = [self.repo_id, rev_no, fact_kind]
         if name is not None:
@@ -914,6 +925,40 @@ class PostgresStore:
         ).format(sql.SQL(" AND ").join(where))
         rows = self._rows(query, (*args, limit))
         return [FactHit(*r[:9], bool(r[9]), r[10]) for r in rows]
+
+    def _find_refs(
+        self, rev_no: int, name: str | None, path: str | None, exact: bool, limit: int
+    ) -> list[FactHit]:
+        """Each use of the packed references, by path, then line, cut at `limit` as SQLite's store does."""
+        where = [sql.SQL("r.repo_id = %s AND m.repo_id = %s AND m.rev_no = %s")]
+        args: list[object] = [self.repo_id, self.repo_id, rev_no]
+        if name is not None:
+            if exact:
+                where.append(sql.SQL("r.name = %s"))
+                args.append(name)
+            else:
+                # SQLite's NOCASE folds ASCII letters only, whatever the database's collation; no
+                # caller asks so, so it may scan the repository's names.
+                where.append(sql.SQL("translate(r.name, %s, %s) = %s"))
+                args += [_UPPER, _UPPER.lower(), name.translate(_ASCII_LOWER)]
+        if path is not None:
+            where.append(sql.SQL("m.path = %s"))
+            args.append(path)
+        # Byte order ("C") is SQLite's and Python's order of paths, which the cut below relies on.
+        query = sql.SQL(
+            "SELECT r.name, m.path, r.sites FROM ref_sites r JOIN manifest m ON m.content_id = r.content_id "
+            'WHERE {} ORDER BY m.path COLLATE "C", r.ord'
+        ).format(sql.SQL(" AND ").join(where))
+        hits: list[FactHit] = []
+        for ref_name, ref_path, sites in self._rows(query, args):
+            if len(hits) >= limit and hits[-1].path != ref_path:
+                break  # every use at a path ahead of the cut is in
+            hits.extend(
+                FactHit("ref", ref_name, None, ref_path, line, line, line, container, None, call, None)
+                for line, call, container in unpack_sites(sites)
+            )
+        hits.sort(key=lambda h: (h.path, h.line))
+        return hits[:limit]
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self._row(
@@ -1309,7 +1354,7 @@ class PostgresStore:
                 "UPDATE lex_df d SET df = d.df - gone.n FROM gone WHERE d.repo_id = %s AND d.lexeme = gone.lexeme",
                 (self.repo_id, self.repo_id),
             )
-            # Chunks, facts and vectors of a deleted content go with it (ON DELETE CASCADE).
+            # Chunks, facts, references and vectors of a deleted content go with it (ON DELETE CASCADE).
             stats = conn.execute(
                 "WITH orphans AS (DELETE FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
                 "(SELECT 1 FROM manifest m WHERE m.content_id = c.id) RETURNING c.id) "

@@ -200,6 +200,38 @@ MIGRATIONS: list[str] = [
     ALTER INDEX chunks_tsv SET (gin_pending_list_limit = 64);
     ALTER TABLE manifest ALTER COLUMN repo_id SET STATISTICS 10, ALTER COLUMN rev_no SET STATISTICS 10;
     """,
+    # 5: references one row per (content, name), their uses packed in line order as SQLite's schema
+    #    9 keeps them ([[line, 0|1, container], ...], compact JSON): a sixth of the rows and index
+    #    entries one row per use in facts cost. Lookups are by exact name within a repository; the
+    #    content index serves a path's lookup and the cascade when retention drops a content. The
+    #    text is pack_sites' to the byte: a container beyond printable ASCII has those characters
+    #    escaped, as Python's json writes them (to_json leaves them raw).
+    """
+    CREATE TABLE ref_sites (
+        repo_id integer NOT NULL,
+        -- the content's names in the order they were written (first use first): uses of two names
+        -- on one line come in this order, as in SQLite, whose rows keep it. It fills the padding
+        -- before content_id, so it costs no space.
+        ord integer NOT NULL,
+        content_id bigint NOT NULL REFERENCES contents (id) ON DELETE CASCADE,
+        name text NOT NULL,
+        sites text NOT NULL
+    );
+    INSERT INTO ref_sites (repo_id, ord, content_id, name, sites)
+        SELECT repo_id, row_number() OVER (PARTITION BY content_id ORDER BY min(id)) - 1, content_id, name,
+            '[' || string_agg(format('[%s,%s,%s]', line, is_call::integer,
+            CASE WHEN container ~ '[^ -~]' THEN (
+                SELECT string_agg(CASE WHEN ascii(ch) < 127 THEN ch
+                    WHEN ascii(ch) < 65536 THEN '\\u' || lpad(to_hex(ascii(ch)), 4, '0')
+                    ELSE '\\u' || to_hex(55296 + ((ascii(ch) - 65536) >> 10))
+                        || '\\u' || to_hex(56320 + ((ascii(ch) - 65536) & 1023)) END, '' ORDER BY i)
+                FROM regexp_split_to_table(to_json(container)::text, '') WITH ORDINALITY AS t (ch, i))
+            ELSE coalesce(to_json(container)::text, 'null') END), ',' ORDER BY line, id) || ']'
+        FROM facts WHERE kind = 'ref' GROUP BY repo_id, content_id, name;
+    DELETE FROM facts WHERE kind = 'ref';
+    CREATE INDEX ref_sites_by_name ON ref_sites (repo_id, name);
+    CREATE INDEX ref_sites_by_content ON ref_sites (content_id);
+    """,
 ]
 
 # Created before the numbered migrations: the schema that holds them and the table that counts them.
