@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import random
 import sysconfig
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -111,22 +109,13 @@ def _fresh_cache() -> None:
     path_search._CACHE.clear()
 
 
-def test_a_process_first_search_joins_the_paths_and_a_second_builds_the_index_meanwhile() -> None:
+def test_a_process_first_search_joins_the_paths_and_a_second_builds_the_index() -> None:
     store = _Manifest([f"pkg/module_{i}.py" for i in range(40)] + ["pkg/aliases.py"])
     first = path_index(store, 1)  # type: ignore[arg-type]
-    assert isinstance(first, JoinedPaths)
-    path_index(store, 1)  # type: ignore[arg-type]  # starts the build; answers from what it has
-    deadline = time.monotonic() + 30
-    while not isinstance(second := path_index(store, 1), PathIndex):  # type: ignore[arg-type]
-        assert time.monotonic() < deadline, "the path index was never built"
-        time.sleep(0.01)
-    assert second == PathIndex.build(store.paths)
+    second = path_index(store, 1)  # type: ignore[arg-type]
+    assert isinstance(first, JoinedPaths) and isinstance(second, PathIndex)
     assert path_index(store, 1) is second  # type: ignore[arg-type]
     assert store.reads == 1
-    builders = [t for t in threading.enumerate() if t.name == "ragraf-path-index"]
-    for t in builders:
-        t.join(5)
-    assert not any(t.is_alive() for t in builders)
     # The next revision's index is derived from this one's while few paths differ.
     store.paths = [*store.paths[1:], "pkg/alias_generators.py"]
     third = path_index(store, 2)  # type: ignore[arg-type]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-import threading
 import weakref
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -195,21 +194,17 @@ def _best(total: int, held: dict[str, Collection[str]], limit: int) -> list[str]
 # A revision's manifest never changes once committed, so what its paths are searched with is kept for
 # the few revisions (views, branches) a store is being searched in. A process's first search of a
 # store searches the joined paths (a CLI search is a process of its own: it must not pay for an
-# index); a second search of the revision shows a lasting process, which then builds the index on a
-# thread of its own (1-2 s at 100,000 paths: no search waits for it; they use the joined paths till it
-# is in), and derives the next revision's from it while few paths differ.
+# index); a second search of the revision shows a lasting process, which then builds the index, and
+# derives the next revision's from it while few paths differ.
 _CACHE: weakref.WeakKeyDictionary[Store, dict[int, PathIndex | JoinedPaths]] = weakref.WeakKeyDictionary()
 _KEEP = 4
-_LOCK = threading.Lock()
-_BUILDING: set[tuple[int, int]] = set()  # (id of the per-store cache, revision) being built
 
 
 def path_index(store: Store, rev_no: int) -> PathIndex | JoinedPaths:
     """What the paths of a revision are matched with."""
-    with _LOCK:
-        per_store = _CACHE.setdefault(store, {})
-        index = per_store.get(rev_no)
-        last = next((i for i in reversed(per_store.values()) if isinstance(i, PathIndex)), None)
+    per_store = _CACHE.setdefault(store, {})
+    index = per_store.pop(rev_no, None)
+    last = next((i for i in reversed(per_store.values()) if isinstance(i, PathIndex)), None)
     if index is None or isinstance(index, JoinedPaths):
         paths = [path for path, _ in store.manifest_hashes(rev_no)] if index is None else index.all_paths()
         if last is not None and len(last.paths.symmetric_difference(paths)) <= len(paths) // 4:
@@ -217,31 +212,8 @@ def path_index(store: Store, rev_no: int) -> PathIndex | JoinedPaths:
         elif index is None:
             index = JoinedPaths.build(paths)
         else:
-            _build_later(per_store, rev_no, paths)
-    with _LOCK:
-        landed = per_store.pop(rev_no, None)  # a build may have landed meanwhile
-        per_store[rev_no] = landed if isinstance(landed, PathIndex) else index  # most recently used last
-        while len(per_store) > _KEEP:
-            del per_store[next(iter(per_store))]
-        return per_store[rev_no]
-
-
-def _build_later(per_store: dict[int, PathIndex | JoinedPaths], rev_no: int, paths: list[str]) -> None:
-    """Build a revision's index on a daemon thread and put it in the cache, if the revision is still there."""
-    key = (id(per_store), rev_no)
-    with _LOCK:
-        if key in _BUILDING:
-            return
-        _BUILDING.add(key)
-
-    def build() -> None:
-        try:
             index = PathIndex.build(paths)
-            with _LOCK:
-                if rev_no in per_store:
-                    per_store[rev_no] = index
-        finally:
-            with _LOCK:
-                _BUILDING.discard(key)
-
-    threading.Thread(target=build, name="ragraf-path-index", daemon=True).start()
+    per_store[rev_no] = index  # most recently used last
+    while len(per_store) > _KEEP:
+        del per_store[next(iter(per_store))]
+    return index
