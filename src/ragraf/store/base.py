@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Protocol
 
@@ -128,6 +129,21 @@ class FactHit:
     signature: str | None
     is_call: bool
     body_hash: str | None
+
+
+def ref_hits(rows: Iterable[tuple[str, str, str]], limit: int) -> list[FactHit]:
+    """Each use of packed reference rows (name, path, sites; by path, then in the order written),
+    by path and line, cut at `limit`: every use at a path before the cut is read, none after."""
+    hits: list[FactHit] = []
+    for name, path, sites in rows:
+        if len(hits) >= limit and hits[-1].path != path:
+            break
+        hits.extend(
+            FactHit("ref", name, None, path, line, line, line, container, None, call, None)
+            for line, call, container in unpack_sites(sites)
+        )
+    hits.sort(key=lambda h: (h.path, h.line))
+    return hits[:limit]
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from ragraf.store.base import (
     NewRevision,
     Revision,
     StatEntry,
-    unpack_sites,
+    ref_hits,
 )
 from ragraf.store.postgres_migrations import BOOTSTRAP, MIGRATIONS, SCHEMA, TS_CONFIG
 from ragraf.store.sqlite import dedupe_key
@@ -949,16 +949,7 @@ class PostgresStore:
             "SELECT r.name, m.path, r.sites FROM ref_sites r JOIN manifest m ON m.content_id = r.content_id "
             'WHERE {} ORDER BY m.path COLLATE "C", r.ord'
         ).format(sql.SQL(" AND ").join(where))
-        hits: list[FactHit] = []
-        for ref_name, ref_path, sites in self._rows(query, args):
-            if len(hits) >= limit and hits[-1].path != ref_path:
-                break  # every use at a path ahead of the cut is in
-            hits.extend(
-                FactHit("ref", ref_name, None, ref_path, line, line, line, container, None, call, None)
-                for line, call, container in unpack_sites(sites)
-            )
-        hits.sort(key=lambda h: (h.path, h.line))
-        return hits[:limit]
+        return ref_hits(self._rows(query, args), limit)
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self._row(

@@ -26,7 +26,7 @@ from ragraf.store.base import (
     NewRevision,
     Revision,
     StatEntry,
-    unpack_sites,
+    ref_hits,
 )
 from ragraf.store.sqlite_migrations import APPLICATION_ID, MIGRATIONS
 
@@ -432,19 +432,10 @@ class SqliteStore:
             args.append(path)
         rows = self.db.execute(
             f"SELECT r.name, m.path, r.sites FROM ref_sites r {_fact_join(name, path)} ON m.content_id = r.content_id "
-            f"WHERE {' AND '.join(where)} ORDER BY m.path",
+            f"WHERE {' AND '.join(where)} ORDER BY m.path, r.rowid",
             args,
         )
-        hits: list[FactHit] = []
-        for ref_name, ref_path, sites in rows:
-            if len(hits) >= limit and hits[-1].path != ref_path:
-                break  # every use at a path ahead of the cut is in
-            hits.extend(
-                FactHit("ref", ref_name, None, ref_path, line, line, line, container, None, call, None)
-                for line, call, container in unpack_sites(sites)
-            )
-        hits.sort(key=lambda h: (h.path, h.line))
-        return hits[:limit]
+        return ref_hits(rows, limit)
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self.db.execute(
