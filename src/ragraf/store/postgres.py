@@ -8,14 +8,17 @@ BM25 computed in SQL over a tsvector (GIN); vector search is cosine over pgvecto
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import json
 import math
 import os
 import re
 import socket
+import threading
 import time
 import unicodedata
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -165,6 +168,10 @@ class PostgresStore:
         self._indexed_models: set[int] = set()
         self._covered: set[tuple[int, str]] = set()
         self._rev_chunks: dict[int, int] = {}
+        self._hnsw_queries: dict[tuple[int, int], sql.Composed] = {}
+        self._hnsw_pool: ConnectionPool | None = None
+        self._hnsw_ef: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
+        self._pool_lock = threading.Lock()
         conn = self._connect()
         try:
             self._prepare_schema(conn, create)
@@ -173,14 +180,19 @@ class PostgresStore:
             raise self._translate(exc) from None
         finally:
             conn.close()
-        self.pool = ConnectionPool(
-            dsn,
+        self.pool = self._new_pool(max(1, pool_size), self._configure, "")
+
+    def _new_pool(
+        self, size: int, configure: Callable[[psycopg.Connection], None], role: str
+    ) -> ConnectionPool:
+        return ConnectionPool(
+            self.dsn,
             kwargs=self._connect_kwargs(),
             min_size=1,
-            max_size=max(1, pool_size),
-            configure=self._configure,
-            timeout=connect_timeout_s * 2,
-            name=f"ragraf:{repo_key}"[:60],
+            max_size=size,
+            configure=configure,
+            timeout=self.connect_timeout_s * 2,
+            name=f"ragraf{role}:{self.repo_key}"[:60],
             open=True,
         )
 
@@ -207,6 +219,24 @@ class PostgresStore:
             (self._search_path, f"{int(self.statement_timeout_s * 1000)}", "300000"),
         )
         register_vector(conn)
+
+    def _configure_hnsw(self, conn: psycopg.Connection) -> None:
+        # Only HNSW searches run here, so their settings hold for the session. enable_sort off:
+        # the only ordered path left is the HNSW index, whatever the statistics say; iterative
+        # scanning walks the graph until enough neighbours pass the revision test.
+        self._configure(conn)
+        conn.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+            "set_config('enable_sort', 'off', false)"
+        )
+
+    def _hnsw_connections(self) -> ConnectionPool:
+        """The pool for HNSW searches, opened on the first: settings made once per connection,
+        not per search (a transaction around SET LOCAL cost ~0.6 ms of client and server CPU each)."""
+        with self._pool_lock:
+            if self._hnsw_pool is None:
+                self._hnsw_pool = self._new_pool(self.pool.max_size, self._configure_hnsw, "-hnsw")
+            return self._hnsw_pool
 
     def _connect(self, application: str = "ragraf") -> psycopg.Connection:
         """A connection outside the pool (schema setup, the writer lock), errors made actionable."""
@@ -279,13 +309,15 @@ class PostgresStore:
             psycopg.connect(self.dsn, **self._connect_kwargs()).close()
         except psycopg.Error as exc:
             raise self._unreachable(str(exc)) from None
-        self.pool.check()
+        for pool in (self.pool, self._hnsw_pool):
+            if pool is not None:
+                pool.check()
 
-    def _read(self, run: Callable[[psycopg.Connection], T]) -> T:
+    def _read(self, run: Callable[[psycopg.Connection], T], pool: ConnectionPool | None = None) -> T:
         """Run a read; a connection lost to a server restart is retried once on a fresh one."""
         for attempt in (1, 2):
             try:
-                with self.pool.connection() as conn:
+                with (pool or self.pool).connection() as conn:
                     return run(conn)
             except (psycopg.Error, PoolTimeout) as exc:
                 if attempt == 1 and _connection_lost(exc):
@@ -841,28 +873,6 @@ class PostgresStore:
     ) -> list[tuple[Any, ...]]:
         """Top (chunk id, path, start line, score, sha256, end line, symbol, text) of the revision
         among chunks matching the tsquery `match`; every one of them holds the terms `held`."""
-        # Per term, tf = body hits + 4 x symbol hits (ts_rank_cd, weights D=.25 A=1, one term per
-        # call, times 4), and idf * tf * (k1+1) / (tf + K) is written idf * (k1+1) * (1 - K / (tf + K))
-        # so each term's tf is computed once; K = k1 * (1 - b + b * length / avgdl). A chunk
-        # without a one-word term scores 0 for it, which a lookup in its tsvector tells at a
-        # fraction of ts_rank_cd's cost.
-        tf = sql.SQL("ts_rank_cd('{{0.25, 0.25, 0.25, 1}}', c.tsv, {q}::tsquery, 0)")
-        word_tf = sql.SQL("CASE WHEN c.tsv @@ {q}::tsquery THEN {tf} ELSE 0 END")
-        term = sql.SQL(
-            "{idf} * (1 - (%(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)) / "
-            "(4 * {tf} + %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)))"
-        )
-        parts = []
-        for i, t in enumerate(terms):
-            q = sql.Placeholder(f"q{i}")
-            rank = tf.format(q=q)
-            # Testing for a term every candidate holds would cost ~10% of the scan, for nothing.
-            tested = t[1] == 1 and i not in held
-            parts.append(
-                term.format(
-                    idf=sql.Placeholder(f"idf{i}"), tf=word_tf.format(q=q, tf=rank) if tested else rank
-                )
-            )
         params: dict[str, object] = {
             "repo": self.repo_id,
             "rev": rev_no,
@@ -876,22 +886,9 @@ class PostgresStore:
         for i, (t, w) in enumerate(zip(terms, idf, strict=True)):
             params[f"q{i}"] = t[0]
             params[f"idf{i}"] = w
-        # Candidates come from the GIN index alone, scored and sorted; the revision test then
-        # probes the manifest only for the best of them, in order, until `over` pass (the
-        # retained revisions share most contents, so that is seldom many more). OFFSET 0 keeps
-        # the planner from merging the steps or driving the test from the manifest side.
-        query = sql.SQL(
-            "WITH top AS MATERIALIZED (SELECT s.* FROM ("
-            " SELECT c.id, c.content_id, c.start_line, (%(k1)s + 1) * ({score}) AS score FROM chunks c"
-            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery ORDER BY score DESC OFFSET 0) s"
-            " WHERE EXISTS (SELECT 1 FROM manifest m WHERE m.repo_id = %(repo)s AND m.rev_no = %(rev)s"
-            " AND m.content_id = s.content_id OFFSET 0) LIMIT %(over)s"
-            ") SELECT t.id, m.path, t.start_line, t.score, m.sha256, c.end_line, c.symbol, c.text FROM top t "
-            "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s "
-            "AND content_id = t.content_id OFFSET 0) m JOIN chunks c ON c.id = t.id "
-            "ORDER BY t.score DESC, m.path, t.start_line LIMIT %(limit)s"
-        ).format(score=sql.SQL(" + ").join(parts))
-        return conn.execute(query, params).fetchall()
+        # Testing for a term every candidate holds would cost ~10% of the scan, for nothing.
+        tested = tuple(t[1] == 1 and i not in held for i, t in enumerate(terms))
+        return conn.execute(score_query(tested), params).fetchall()
 
     # facts --------------------------------------------------------------------------------------
 
@@ -1219,24 +1216,19 @@ class PostgresStore:
     def _hnsw_search(
         self, model_id: int, dim: int, vec: np.ndarray, rev_no: int, limit: int
     ) -> list[tuple[Any, ...]]:
-        query = with_paths(hnsw_query(model_id, dim))
+        query = self._hnsw_queries.get((model_id, dim))
+        if query is None:
+            query = self._hnsw_queries[(model_id, dim)] = with_paths(hnsw_query(model_id, dim))
         params = {"vec": vec, "repo": self.repo_id, "rev": rev_no, "limit": limit}
+        ef = hnsw_ef_search(limit)
 
         def run(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
-            # One round trip for the settings, the search and the transaction around them.
-            with conn.pipeline(), conn.transaction():
-                conn.execute(
-                    # enable_sort off: the only ordered path left is the HNSW index, whatever the
-                    # statistics say.
-                    "SELECT set_config('hnsw.ef_search', %s, true), "
-                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                    "set_config('enable_sort', 'off', true)",
-                    (str(hnsw_ef_search(limit)),),
-                )
-                cur = conn.execute(query, params)
-            return cur.fetchall()
+            if self._hnsw_ef.get(conn) != ef:  # set when a search asks for another depth
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+                self._hnsw_ef[conn] = ef
+            return conn.execute(query, params).fetchall()
 
-        return self._read(run)
+        return self._read(run, self._hnsw_connections())
 
     # stat cache ---------------------------------------------------------------------------------
 
@@ -1373,6 +1365,8 @@ class PostgresStore:
 
     def close(self) -> None:
         self.pool.close()
+        if self._hnsw_pool is not None:
+            self._hnsw_pool.close()
 
 
 def default_repo_key(root: Path) -> str:
@@ -1409,6 +1403,51 @@ def _reaching_groups(terms: list[int], bound: list[float], floor: float) -> list
             if sum(bound[k] for k in group) >= floor and not any(set(g) <= set(group) for g in groups):
                 groups.append(list(group))
     return groups
+
+
+@functools.lru_cache(maxsize=256)
+def score_query(tested: tuple[bool, ...]) -> str:
+    """The lexical scoring statement for terms q0..qN; tested[i]: term i is checked before it is ranked.
+
+    Composed once per shape: building it from sql.SQL pieces cost a third of a search's client CPU.
+    """
+    # Per term, tf = body hits + 4 x symbol hits (ts_rank_cd, weights D=.25 A=1, one term per
+    # call, times 4), and idf * tf * (k1+1) / (tf + K) is written idf * (k1+1) * (1 - K / (tf + K))
+    # so each term's tf is computed once; K = k1 * (1 - b + b * length / avgdl). A chunk
+    # without a one-word term scores 0 for it, which a lookup in its tsvector tells at a
+    # fraction of ts_rank_cd's cost.
+    tf = sql.SQL("ts_rank_cd('{{0.25, 0.25, 0.25, 1}}', c.tsv, {q}::tsquery, 0)")
+    word_tf = sql.SQL("CASE WHEN c.tsv @@ {q}::tsquery THEN {tf} ELSE 0 END")
+    term = sql.SQL(
+        "{idf} * (1 - (%(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)) / "
+        "(4 * {tf} + %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s)))"
+    )
+    parts = []
+    for i, check in enumerate(tested):
+        q = sql.Placeholder(f"q{i}")
+        rank = tf.format(q=q)
+        parts.append(
+            term.format(idf=sql.Placeholder(f"idf{i}"), tf=word_tf.format(q=q, tf=rank) if check else rank)
+        )
+    # Candidates come from the GIN index alone, scored and sorted; the revision test then
+    # probes the manifest only for the best of them, in order, until `over` pass (the
+    # retained revisions share most contents, so that is seldom many more). OFFSET 0 keeps
+    # the planner from merging the steps or driving the test from the manifest side.
+    return (
+        sql.SQL(
+            "WITH top AS MATERIALIZED (SELECT s.* FROM ("
+            " SELECT c.id, c.content_id, c.start_line, (%(k1)s + 1) * ({score}) AS score FROM chunks c"
+            " WHERE c.repo_id = %(repo)s AND c.tsv @@ %(essential)s::tsquery ORDER BY score DESC OFFSET 0) s"
+            " WHERE EXISTS (SELECT 1 FROM manifest m WHERE m.repo_id = %(repo)s AND m.rev_no = %(rev)s"
+            " AND m.content_id = s.content_id OFFSET 0) LIMIT %(over)s"
+            ") SELECT t.id, m.path, t.start_line, t.score, m.sha256, c.end_line, c.symbol, c.text FROM top t "
+            "CROSS JOIN LATERAL (SELECT path, sha256 FROM manifest WHERE repo_id = %(repo)s AND rev_no = %(rev)s "
+            "AND content_id = t.content_id OFFSET 0) m JOIN chunks c ON c.id = t.id "
+            "ORDER BY t.score DESC, m.path, t.start_line LIMIT %(limit)s"
+        )
+        .format(score=sql.SQL(" + ").join(parts))
+        .as_string()
+    )
 
 
 def hnsw_ef_search(limit: int) -> int:
