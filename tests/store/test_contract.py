@@ -162,6 +162,20 @@ def test_chunks_of_a_path_come_in_file_order_with_true_lines(
         assert c.text.split("\n")[0] == lines[c.start_line - 1]
 
 
+def test_chunks_of_several_paths_answer_as_chunks_of_each(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    store = store_factory()
+    files = {**SAMPLE, "copy/retry.py": SAMPLE["src/app/retry.py"]}
+    rev = commit_files(store, settings, files)
+    asked = ["src/app/server.py", "missing.py", "copy/retry.py", "src/app/retry.py"]
+    got = store.chunks_of_paths(rev.rev_no, asked)
+    assert list(got) == asked
+    assert all(got[path] == store.chunks_of(rev.rev_no, path) for path in asked)
+    assert got["missing.py"] == [] and got["copy/retry.py"] and got["src/app/server.py"]
+    assert store.chunks_of_paths(rev.rev_no, []) == {}
+
+
 # facts ------------------------------------------------------------------------------------------
 
 

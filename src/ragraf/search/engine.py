@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ragraf.facts.lookup import rank_definitions
 from ragraf.search.paths import path_index
 from ragraf.search.rank import Candidate, QueryInfo, add_file_evidence, apply_rules, enabled, merge_and_cap
-from ragraf.store import ChunkHit, Store
+from ragraf.store import ChunkHit, FactHit, Store
 from ragraf.tokens import STOPWORDS, fts_match, query_terms, split_identifier
 
 _CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -65,6 +65,7 @@ def add_path_candidates(
         if c.hit.path not in best or c.score > out[best[c.hit.path]].score:
             best[c.hit.path] = i
     terms = [t for t in query_terms(query) if len(t) > 2]
+    joining = store.chunks_of_paths(rev_no, [path for path in files if path not in best])
     for rank, path in enumerate(files):
         # RRF's share for that rank; with normalised-score fusion, a 0..1 score falling with rank.
         share = PATH_WEIGHT / (RRF_K + rank + 1) if rrf_scale else PATH_WEIGHT * (1.0 - rank / len(files))
@@ -72,7 +73,7 @@ def add_path_candidates(
         if i is not None:
             out[i] = Candidate(out[i].hit, out[i].score + share)
             continue
-        chunks = store.chunks_of(rev_no, path)
+        chunks = joining[path]
         if chunks:
             lowered = [c.text.lower() for c in chunks]
             pick = max(range(len(chunks)), key=lambda j: (sum(t in lowered[j] for t in terms), -j))
@@ -90,6 +91,12 @@ def code_names(query: str) -> list[str]:
     return list(dict.fromkeys(names))[:5]
 
 
+def best_definitions(store: Store, rev_no: int, name: str) -> list[FactHit]:
+    """The three definitions of a name that rank first (headings aside)."""
+    found = store.find_facts(rev_no, "def", name=name, exact=False, limit=50)
+    return [d for d in rank_definitions(found) if d.kind != "heading"][:3]
+
+
 def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Candidate]) -> list[Candidate]:
     """A query naming a symbol gets its definition first; a question mentioning one gets a nudge."""
     names = code_names(query)
@@ -101,13 +108,13 @@ def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Ca
     by_key = {(c.hit.path, c.hit.chunk_id): i for i, c in enumerate(candidates)}
     out = list(candidates)
     boosted: set[int] = set()
-    for name in names:
-        found = store.find_facts(rev_no, "def", name=name, exact=False, limit=50)
-        defs = [d for d in rank_definitions(found) if d.kind != "heading"][:3]
+    defs_of = {name: best_definitions(store, rev_no, name) for name in names}
+    chunks_at = store.chunks_of_paths(
+        rev_no, list(dict.fromkeys(d.path for ds in defs_of.values() for d in ds))
+    )
+    for defs in defs_of.values():
         for rank, d in enumerate(defs):
-            chunk = next(
-                (c for c in store.chunks_of(rev_no, d.path) if c.start_line <= d.line <= c.end_line), None
-            )
+            chunk = next((c for c in chunks_at[d.path] if c.start_line <= d.line <= c.end_line), None)
             if chunk is None:
                 continue
             i = by_key.get((d.path, chunk.chunk_id))

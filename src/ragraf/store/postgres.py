@@ -744,6 +744,21 @@ class PostgresStore:
         )
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]) for r in rows]
 
+    def chunks_of_paths(self, rev_no: int, paths: list[str]) -> dict[str, list[ChunkHit]]:
+        """chunks_of for several paths in one round trip; a path the revision lacks maps to []."""
+        out: dict[str, list[ChunkHit]] = {path: [] for path in paths}
+        if not paths:
+            return out
+        rows = self._rows(
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id WHERE m.repo_id = %s AND m.rev_no = %s "
+            "AND m.path = ANY(%s) ORDER BY m.path, c.ord",
+            (self.repo_id, rev_no, list(out)),
+        )
+        for r in rows:
+            out[r[1]].append(ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]))
+        return out
+
     def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
         """BM25 (FTS5's formula and weights) over chunk text and symbols, restricted to one revision.
 

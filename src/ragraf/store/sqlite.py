@@ -367,6 +367,10 @@ class SqliteStore:
         ).fetchall()
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]) for r in rows]
 
+    def chunks_of_paths(self, rev_no: int, paths: list[str]) -> dict[str, list[ChunkHit]]:
+        """chunks_of for several paths; a path the revision lacks maps to []."""
+        return {path: self.chunks_of(rev_no, path) for path in paths}  # in-process: no round trips to save
+
     def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
         """BM25 over chunk text and symbols, restricted to the chunks of one revision."""
         # The current revisions (one per view) share the lexical index, so over-fetch before the
