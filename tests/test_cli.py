@@ -134,7 +134,9 @@ def test_bad_queries_get_clear_answers(sample: Path) -> None:
     clamped = cli_json("search", "retry", "-k", "10000", "--root", str(sample))
     assert any("clamped" in n for n in clamped["notes"])
     zero = cli_json("search", "retry", "-k", "0", "--root", str(sample))
-    assert zero["results"] == []
+    assert zero["results"] == [] and any(n.startswith("k=0: no results asked for") for n in zero["notes"])
+    negative = cli_json("search", "retry", "-k", "-3", "--root", str(sample))
+    assert negative["results"] == [] and "k=-3 clamped to 0 (allowed 0..10)" in negative["notes"]
 
 
 def test_the_cli_works_without_the_postgres_extra(tmp_path: Path) -> None:

@@ -504,6 +504,8 @@ class Index:
         k = max(0, min(int(k), MAX_K))
         if k != k_asked:
             env.notes.append(f"k={k_asked} clamped to {k} (allowed 0..{MAX_K})")
+        if k == 0:
+            env.notes.append("k=0: no results asked for; the envelope still reports freshness")
         if not query or not query.strip():
             env.notes.append("empty query: nothing to search for")
             return env
