@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import uuid
 from pathlib import Path
 
@@ -32,3 +34,21 @@ def test_index_search_facts_freshness_and_changes_on_postgres(sample: Path, pg_d
     changes = cli_json("changes", "--from", "rev-0001", "--root", str(root), env=env)["results"][0]
     assert [s["name"] for s in changes["symbols"]["added"]] == ["added"]
     assert cli_json("doctor", "--check", "--root", str(root), env=env)["results"][0]["ok"]
+
+
+def test_checkouts_at_different_paths_share_the_index_pg_repo_names(sample: Path, pg_dsn: str) -> None:  # noqa: F811
+    env = {"RAGRAF_STORE": "postgres", "RAGRAF_PG_DSN": pg_dsn, "RAGRAF_HOME": str(sample.parent / "home")}
+    shared = {**env, "RAGRAF_PG_REPO": f"team/api-{uuid.uuid4().hex[:8]}"}
+    laptop = sample.parent / f"laptop-{uuid.uuid4().hex[:8]}"
+    ci = sample.parent / f"ci-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(sample, laptop)
+    sample.rename(ci)
+    assert cli_json("index", "--root", str(laptop), env=shared)["index_rev"] == "rev-0001"
+    # Another checkout of the same files finds that index: nothing to add, the same revision answers.
+    again = cli_json("index", "--root", str(ci), env=shared)
+    assert again["index_rev"] == "rev-0001" and again["files"]["added"] == 0
+    found = cli_json("search", "TCPConnector", "--root", str(ci), env=shared)
+    assert found["index_rev"] == "rev-0001" and found["results"][0]["path"] == "src/app/server.py"
+    # Unnamed, a checkout is a repository of its own, named by its path.
+    alone = run_cli("search", "TCPConnector", "--json", "--root", str(ci), env=env)
+    assert alone.returncode != 0 and json.loads(alone.stdout)["error"]["code"] == "index_missing"

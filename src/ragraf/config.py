@@ -24,6 +24,7 @@ class Settings:
     home: Path = field(default=Path())
     store: str = "sqlite"
     pg_dsn: str = ""
+    pg_repo: str = ""  # the repository's name in a shared PostgreSQL database; default: the root path
     embedder: str = "local"
     embed_model: str = ""
     embed_url: str = ""

@@ -27,8 +27,9 @@ def open_store(settings, create: bool = False) -> Store:  # type: ignore[no-unty
     if settings.store == "postgres":
         from ragraf.store.postgres import PostgresStore
 
-        # One repository per indexed root in a shared database, named by its path.
-        return PostgresStore(settings.pg_dsn, repo_key=str(settings.root), create=create)
+        # One repository per indexed root in a shared database, named by its path unless pg_repo
+        # names it (checkouts at different paths, on different machines, then share one index).
+        return PostgresStore(settings.pg_dsn, repo_key=settings.pg_repo or str(settings.root), create=create)
     from ragraf.store.sqlite import SqliteStore
 
     return SqliteStore(settings.db_path, create=create, view=settings.view, label=view_label(settings.view))

@@ -279,7 +279,9 @@ def register(main: click.Group) -> None:
     )
     @click.option("--dsn", default=None, help="PostgreSQL connection string (default: RAGRAF_PG_DSN).")
     @click.option(
-        "--repo-key", default=None, help="Name of the repository in PostgreSQL (default: the root path)."
+        "--repo-key",
+        default=None,
+        help="Name of the repository in PostgreSQL (default: pg_repo, else the root path).",
     )
     @click.option(
         "--replace", is_flag=True, help="Drop what PostgreSQL already holds for this repository first."
@@ -298,7 +300,7 @@ def register(main: click.Group) -> None:
         quiet = as_json
         try:
             settings = load_settings(root)
-            key = repo_key or default_repo_key(settings.root)
+            key = repo_key or settings.pg_repo or default_repo_key(settings.root)
             src = SqliteStore(settings.db_path)
             dst = PostgresStore(dsn or settings.pg_dsn, key, create=True)
             try:
