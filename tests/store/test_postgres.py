@@ -441,9 +441,11 @@ def test_hnsw_searches_keep_their_settings_to_their_own_connections_and_survive_
     def answer(k: int) -> list[int]:
         return [h.chunk_id for h in store.vector_search(rev.rev_no, "m16", matrix[5].tobytes(), dim, k)]
 
-    # Another depth on the same connection sets hnsw.ef_search again: each answer is whole.
-    for k in (40, 5, 40):  # ends at ef_search 60 on the HNSW connection
+    # The first search sets its depth for itself; later ones run on connections of their own,
+    # where another depth sets hnsw.ef_search again. Each answer is whole.
+    for i, k in enumerate((40, 5, 40)):  # ends at ef_search 60 on the HNSW connection
         got = answer(k)
+        assert (store._hnsw_pool is None) == (i == 0)
         assert len(got) == k and got[0] == missing[5].chunk_id
         assert len(set(got) & {h.chunk_id for h in exact[k]}) >= k - 1
     assert store._read(lambda conn: conn.execute("SHOW enable_sort").fetchone()[0]) == "on"

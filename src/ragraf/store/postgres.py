@@ -170,6 +170,7 @@ class PostgresStore:
         self._rev_chunks: dict[int, int] = {}
         self._hnsw_queries: dict[tuple[int, int], sql.Composed] = {}
         self._hnsw_pool: ConnectionPool | None = None
+        self._hnsw_searched = False
         self._hnsw_ef: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
         self._pool_lock = threading.Lock()
         conn = self._connect()
@@ -231,7 +232,7 @@ class PostgresStore:
         )
 
     def _hnsw_connections(self) -> ConnectionPool:
-        """The pool for HNSW searches, opened on the first: settings made once per connection,
+        """The pool for HNSW searches after a process's first: settings made once per connection,
         not per search (a transaction around SET LOCAL cost ~0.6 ms of client and server CPU each)."""
         with self._pool_lock:
             if self._hnsw_pool is None:
@@ -1236,6 +1237,21 @@ class PostgresStore:
             query = self._hnsw_queries[(model_id, dim)] = with_paths(hnsw_query(model_id, dim))
         params = {"vec": vec, "repo": self.repo_id, "rev": rev_no, "limit": limit}
         ef = hnsw_ef_search(limit)
+        with self._pool_lock:
+            first, self._hnsw_searched = not self._hnsw_searched, True
+
+        def once(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
+            # _configure_hnsw's settings for one transaction: one round trip for them, the search
+            # and the transaction around them.
+            with conn.pipeline(), conn.transaction():
+                conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('enable_sort', 'off', true)",
+                    (str(ef),),
+                )
+                cur = conn.execute(query, params)
+            return cur.fetchall()
 
         def run(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
             if self._hnsw_ef.get(conn) != ef:  # set when a search asks for another depth
@@ -1243,7 +1259,9 @@ class PostgresStore:
                 self._hnsw_ef[conn] = ef
             return conn.execute(query, params).fetchall()
 
-        return self._read(run, self._hnsw_connections())
+        # A process that searches once (a CLI call) is not worth a second connection; one that
+        # searches again (an agent's server) is.
+        return self._read(once) if first else self._read(run, self._hnsw_connections())
 
     # stat cache ---------------------------------------------------------------------------------
 
