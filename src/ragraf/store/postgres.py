@@ -168,7 +168,6 @@ class PostgresStore:
         self._indexed_models: set[int] = set()
         self._covered: set[tuple[int, str]] = set()
         self._rev_chunks: dict[int, int] = {}
-        self._hnsw_queries: dict[tuple[int, int], sql.Composed] = {}
         self._hnsw_pool: ConnectionPool | None = None
         self._hnsw_searched = False
         self._hnsw_ef: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
@@ -1232,9 +1231,7 @@ class PostgresStore:
     def _hnsw_search(
         self, model_id: int, dim: int, vec: np.ndarray, rev_no: int, limit: int
     ) -> list[tuple[Any, ...]]:
-        query = self._hnsw_queries.get((model_id, dim))
-        if query is None:
-            query = self._hnsw_queries[(model_id, dim)] = with_paths(hnsw_query(model_id, dim))
+        query = nearest_with_paths(model_id, dim)
         params = {"vec": vec, "repo": self.repo_id, "rev": rev_no, "limit": limit}
         ef = hnsw_ef_search(limit)
         with self._pool_lock:
@@ -1505,6 +1502,12 @@ def hnsw_query(model_id: int, dim: int) -> sql.Composed:
         "AND m.content_id = (SELECT c.content_id FROM chunks c WHERE c.id = v.chunk_id) OFFSET 0) "
         "ORDER BY v.embedding::{t} <=> %(vec)s::{t} LIMIT %(limit)s"
     ).format(t=typed, m=sql.Literal(model_id))
+
+
+@functools.lru_cache(maxsize=64)
+def nearest_with_paths(model_id: int, dim: int) -> sql.Composed:
+    """with_paths(hnsw_query(...)), composed once per model."""
+    return with_paths(hnsw_query(model_id, dim))
 
 
 def with_paths(nearest: sql.Composable) -> sql.Composed:
