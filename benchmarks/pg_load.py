@@ -31,8 +31,11 @@ reads (2,932 checks at k = 5). "srv ms" is the server's CPU per search, writers'
     postgres, k = 5 (default)      195.6     35.9     65.8      7.7   34, 44
     sqlite, k = 5, same run         41.9    166.8    346.3        -   45, 96
     postgres, k = 10 (next run)    176.7     40.0     72.4      8.7   35, 44
+    postgres, k = 5, at 067b70e    187.0     37.1     69.5      8.1   33, 41
 
-What took PostgreSQL there, one search's CPU measured alone (k = 5): the HNSW search runs on
+The first three rows ran at fad7a04; at 067b70e a process's first search (here the untimed
+warm-up) runs on the main pool and later ones on their own connections. What took PostgreSQL
+there, one search's CPU measured alone (k = 5): the HNSW search runs on
 connections of its own whose settings are made once, not in a transaction per search (vector side
 0.98 -> 0.45 ms client, 2.43 -> 1.80 ms server), and the lexical statement is composed once per
 shape (client 1.33 -> 0.71 ms). Under the load, 20 s runs alternating with the code before, same
