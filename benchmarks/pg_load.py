@@ -471,17 +471,16 @@ class Plan:
 
 def run_postgres(plan: Plan, dsn: str, server: Any) -> dict[str, object]:
     """Load both repositories into PostgreSQL, then run the load under each harness."""
-    files_a, files_b, vectors, harnesses, args, say = (
-        plan.files_a, plan.files_b, plan.vectors, plan.harnesses, plan.args, plan.say
-    )  # fmt: skip
+    vectors, harnesses, args, say = plan.vectors, plan.harnesses, plan.args, plan.say
     result: dict[str, object] = {}
     for key in ("bench-a", "bench-b"):
         old = PostgresStore(dsn, key, create=True)
         old.drop_repository()
         old.close()
     pg_stores = {key: PostgresStore(dsn, key, create=True) for key in ("bench-a", "bench-b")}
-    load_pg = load(pg_stores["bench-a"], files_a, "a", 1, vectors) + load(
-        pg_stores["bench-b"], files_b, "b", 2, vectors
+    load_pg = sum(
+        load(pg_stores[f"bench-{salt}"], files, salt, seed, vectors)
+        for salt, files, seed in (("a", plan.files_a, 1), ("b", plan.files_b, 2))
     )
     for s in pg_stores.values():
         s.close()
@@ -507,13 +506,11 @@ def run_postgres(plan: Plan, dsn: str, server: Any) -> dict[str, object]:
 
 def run_sqlite(plan: Plan, tmp: Path) -> dict[str, object]:
     """The same data and load on two SQLite files."""
-    files_a, files_b, vectors, harnesses, args, say = (
-        plan.files_a, plan.files_b, plan.vectors, plan.harnesses, plan.args, plan.say
-    )  # fmt: skip
+    vectors, harnesses, args, say = plan.vectors, plan.harnesses, plan.args, plan.say
     result: dict[str, object] = {}
     paths = {"a": tmp / "a.db", "b": tmp / "b.db"}
     load_sq = 0.0
-    for salt, files, seed in (("a", files_a, 1), ("b", files_b, 2)):
+    for salt, files, seed in (("a", plan.files_a, 1), ("b", plan.files_b, 2)):
         s = SqliteStore(paths[salt], create=True)
         load_sq += load(s, files, salt, seed, vectors)
         s.close()
@@ -557,6 +554,8 @@ def main() -> None:
     global LIMIT
     LIMIT = min(CANDIDATES, 4 * args.k)
     stores = set(args.stores.split(","))
+    if not stores <= {"postgres", "sqlite"}:
+        ap.error(f"--stores takes postgres and/or sqlite, not {args.stores!r}")
     harnesses = ("processes", "threads") if args.harness == "both" else (args.harness,)
     say = (lambda *_: None) if args.json else (lambda *a: print(*a, flush=True))
 
