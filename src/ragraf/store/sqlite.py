@@ -699,7 +699,8 @@ class SqliteStore:
         if simsimd is not None and len(selected) > 2 * depth:
             # The int8 pass picks the few rows worth an exact score; only their float32 rows are
             # read. Sorted back, they keep the revision's chunk id order, so ties rank as before.
-            approx = np.asarray(simsimd.cdist(quantize(vec[None])[0], view.codes, metric="dot"))
+            query_codes, _ = quantize(vec[None])  # its scale is one factor for every row: no need
+            approx = np.asarray(simsimd.cdist(query_codes, view.codes, metric="dot"))
             approx = approx.ravel()[selected] * view.scales[selected]
             selected = selected[np.sort(np.argpartition(-approx, depth)[:depth])]
         ids = view.ids[selected]
