@@ -129,6 +129,10 @@ def test_bad_queries_get_clear_answers(sample: Path) -> None:
     ]:
         env = cli_json("search", q, "--root", str(sample))
         assert env["op"] == "search" and env["state"] == "fresh"
+        # Queries nothing can match say so instead of answering silently.
+        wordless = q in ("the of and", "!!! ???")
+        assert any("no searchable words" in n for n in env["notes"]) == wordless, (q, env["notes"])
+    assert "empty query: nothing to search for" in cli_json("search", "", "--root", str(sample))["notes"]
     huge = Index.open(sample).search("TCPConnector connect " * 50_000)  # a 1 MB query
     assert huge.results[0].path == "src/app/server.py"
     clamped = cli_json("search", "retry", "-k", "10000", "--root", str(sample))

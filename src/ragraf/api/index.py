@@ -531,8 +531,6 @@ class Index:
                     snippet=snippet,
                 )
             )
-        if not env.results and not any(ch.isalnum() for ch in query):
-            env.notes.append("the query has no searchable words")
         return env
 
     def _vector_side(self, rev: Revision, query: str, mode: str, env: Envelope) -> Any:

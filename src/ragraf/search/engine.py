@@ -169,6 +169,10 @@ def run_search(
     # With one retriever there is nothing to fuse: its own normalised scores keep their spacing.
     use_rrf = bool(lexical and vector) and enabled(rules, "rrf")
     candidates = rrf(lexical, vector) if use_rrf else fuse_scores(lexical, vector)
+    if limit and mode != "vector" and not query_terms(query):
+        # Stop words and punctuation leave the lexical side nothing to match: say so, not silently.
+        how = "results are by meaning alone" if vector else "nothing to match"
+        notes.append(f"the query has no searchable words (only stop words or punctuation): {how}")
     q = QueryInfo.of(query)
     if mode == "hybrid" and limit and q.stems and enabled(rules, "path_candidates"):
         candidates = add_path_candidates(store, rev_no, query, q, candidates, rrf_scale=use_rrf)
