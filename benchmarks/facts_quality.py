@@ -4,6 +4,7 @@ def / refs / outline latency on a large corpus, and what facts add to a cold ind
     python benchmarks/facts_quality.py                     # the six bench corpora (symbol queries)
     python benchmarks/facts_quality.py --latency DIR       # p50/p95 of def/refs/outline on DIR
     python benchmarks/facts_quality.py --index-cost DIR    # cold lexical index of DIR, with and without facts
+    python benchmarks/facts_quality.py --half-written DIR  # files cut mid-line: definitions kept
 """
 
 from __future__ import annotations
@@ -165,6 +166,55 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def half_written(root: Path, limit: int = 600) -> None:
+    """Cut one line of real files in half, as an editor mid-keystroke leaves it: what share of the
+    file's other definitions (name, line and container) still come out, with the re-parse of what
+    the error swallowed and without it."""
+    from ragraf.facts import extract
+    from ragraf.languages import language_of
+
+    rng = random.Random(1)
+    suffixes = {".py", ".ts", ".tsx", ".js", ".go", ".rs", ".java", ".rb", ".php", ".kt", ".cs", ".swift"}
+    files = sorted(p for p in root.rglob("*") if p.suffix in suffixes and p.is_file())
+    rng.shuffle(files)
+    cases: list[tuple[str, str, set[tuple[str, int, str | None]]]] = []
+    for path in files[:limit]:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        language = language_of(str(path))
+        full = extract.extract_facts(text, language)
+        if not full.supported or full.partial or len(full.definitions) < 5:
+            continue
+        lines = text.split("\n")
+        i = rng.randrange(len(lines) // 4, len(lines) // 2 + 1)
+        while i < len(lines) and len(lines[i].strip()) < 8:
+            i += 1
+        if i == len(lines):
+            continue
+        lines[i] = lines[i][: len(lines[i]) // 2]
+        want = {(d.name, d.line, d.container) for d in full.definitions if d.line != i + 1}
+        cases.append(("\n".join(lines), language, want))
+    salvaged = extract._salvaged
+    for label in ("without re-parse", "with re-parse"):
+        if label == "without re-parse":
+            extract._salvaged = lambda facts, *_: facts  # type: ignore[assignment]
+        kept: dict[str, list[int]] = {}
+        cpu = time.process_time()
+        for text, language, want in cases:
+            got = extract.extract_facts(text, language)
+            row = kept.setdefault(language, [0, 0, 0])
+            row[0] += len(want & {(d.name, d.line, d.container) for d in got.definitions})
+            row[1] += len(want)
+            row[2] += 1
+        cpu = time.process_time() - cpu
+        extract._salvaged = salvaged  # type: ignore[assignment]
+        print(f"{label} ({cpu:.2f} s CPU):")
+        for language, (hit, total, n) in sorted(kept.items()):
+            print(f"  {language:<11} {n:4} files  {hit}/{total} definitions kept ({hit / total:.1%})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -172,6 +222,7 @@ def main() -> None:
     )
     ap.add_argument("--index-cost", type=Path, help="a folder to index cold with and without facts")
     ap.add_argument("--rounds", type=int, default=2, help="--index-cost: runs of each, the best counts")
+    ap.add_argument("--half-written", type=Path, help="a folder whose files are cut mid-line, one each")
     ap.add_argument("--cold-index", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--embedder", default="none")
@@ -180,6 +231,8 @@ def main() -> None:
         _cold_index(args.cold_index, args.home)
     elif args.index_cost:
         index_cost(args.index_cost, args.rounds)
+    elif args.half_written:
+        half_written(args.half_written)
     elif args.latency:
         latency(args.latency)
     else:

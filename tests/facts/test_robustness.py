@@ -54,6 +54,72 @@ def test_a_syntax_error_gives_partial_facts() -> None:
     assert {"ok", "Fine"} <= {d.name for d in facts.definitions}
 
 
+HALF_WRITTEN = {
+    # (text with one half-written line, definitions after it as (name, container), a call and its caller)
+    "python": (
+        "def good_one(x):\n    return x + 1\n\ndef broken(a, b:\n    return a +\n\n"
+        "class Survivor:\n    def method(self):\n        return good_one(2)\n",
+        {("Survivor", None), ("method", "Survivor")},
+        ("good_one", "Survivor.method"),
+    ),
+    "typescript": (
+        "export function alpha(x: number): number {\n  return x * 2;\n}\n\nexport const cfg = {a: 1,\n\n"
+        "export function omega(): void {\n  alpha(1);\n}\n\nexport class Tail {\n  m(): void {}\n}\n",
+        {("cfg", None), ("omega", None), ("Tail", None), ("m", "Tail")},
+        ("alpha", "omega"),
+    ),
+    "javascript": (
+        "const INVALID = 1;\n\nfunction gen(doc, ctx,\n\nfunction after(a) {\n  return helper(a);\n}\n\n"
+        "export class Later {\n  run() { return after(1); }\n}\n",
+        {("after", None), ("Later", None), ("run", "Later")},
+        ("after", "Later.run"),
+    ),
+    "go": (
+        "package p\n\nfunc ok() int { return 1 }\n\nfunc broken(a int {\n\nfunc later() int { return ok() }\n\n"
+        "type T struct { A int }\n",
+        {("later", None), ("T", None)},
+        ("ok", "later"),
+    ),
+    "java": (
+        "class A {\n  void ok() {}\n}\n\nclass B {\n  void broken( {\n}\n\n"
+        "class C {\n  void later() { new A().ok(); }\n}\n",
+        {("C", None), ("later", "C")},
+        ("ok", "C.later"),
+    ),
+    "ruby": (
+        "def ok\n  1\nend\n\ndef broken(a,\n\ndef later\n  ok\nend\n",
+        {("broken", None), ("later", None)},
+        ("ok", "later"),
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(HALF_WRITTEN))
+def test_a_half_written_line_costs_only_its_own_facts(language: str) -> None:
+    """Error recovery folds the code after a broken line into one node; the facts come back."""
+    text, after, (callee, caller) = HALF_WRITTEN[language]
+    facts = extract_facts(text, language)
+    assert facts.partial
+    check_lines(text, facts)
+    found = [(d.name, d.container) for d in facts.definitions]
+    assert after <= set(found), found
+    assert len(found) == len({(d.name, d.line) for d in facts.definitions})  # nothing twice
+    calls = {(r.name, r.container) for r in facts.references}
+    assert (callee, caller) in calls, calls
+    assert not any(r.name == d.name and r.line == d.line for r in facts.references for d in facts.definitions)
+
+
+@pytest.mark.parametrize(
+    "language, broken_line", [("python", "def f{}(a, b:\n"), ("javascript", "function f{}(a, {{\n")]
+)
+def test_a_file_of_broken_lines_still_gives_facts(language: str, broken_line: str) -> None:
+    # Every line a restart point and every part broken: the re-parse budget ends the work.
+    text = "".join(broken_line.format(i) for i in range(3000))
+    facts = extract_facts(text, language)
+    assert facts.partial
+    check_lines(text, facts)
+
+
 def test_threads_extracting_at_once_get_the_same_facts_as_one_thread() -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -152,13 +152,14 @@ _C_NAMES = {
 _C_NOISE = frozenset({"NULL", "size_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int32_t", "int64_t"})
 
 RULES = {
-    "c": LanguageRules(query=C_QUERY, names=_C_NAMES, imports=_c_includes, noise=_C_NOISE),
+    "c": LanguageRules(query=C_QUERY, names=_C_NAMES, imports=_c_includes, noise=_C_NOISE, salvage=False),
     "cpp": LanguageRules(
         query=CPP_QUERY,
         names=_C_NAMES,
         imports=_c_includes,
         noise=_C_NOISE | {"std", "string"},
         qualified_methods=True,
+        salvage=False,
     ),
     "csharp": LanguageRules(
         query=CSHARP_QUERY,
