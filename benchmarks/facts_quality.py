@@ -196,10 +196,10 @@ def half_written(root: Path, limit: int = 600) -> None:
         lines[i] = lines[i][: len(lines[i]) // 2]
         want = {(d.name, d.line, d.container) for d in full.definitions if d.line != i + 1}
         cases.append(("\n".join(lines), language, want))
-    salvaged = extract._salvaged
+    salvaged = extract.salvaged
     for label in ("without re-parse", "with re-parse"):
         if label == "without re-parse":
-            extract._salvaged = lambda facts, *_: facts  # type: ignore[assignment]
+            extract.salvaged = lambda facts, *_: facts  # type: ignore[assignment]
         kept: dict[str, list[int]] = {}
         cpu = time.process_time()
         for text, language, want in cases:
@@ -209,7 +209,7 @@ def half_written(root: Path, limit: int = 600) -> None:
             row[1] += len(want)
             row[2] += 1
         cpu = time.process_time() - cpu
-        extract._salvaged = salvaged  # type: ignore[assignment]
+        extract.salvaged = salvaged  # type: ignore[assignment]
         print(f"{label} ({cpu:.2f} s CPU):")
         for language, (hit, total, n) in sorted(kept.items()):
             print(f"  {language:<11} {n:4} files  {hit}/{total} definitions kept ({hit / total:.1%})")

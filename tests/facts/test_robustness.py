@@ -92,12 +92,32 @@ HALF_WRITTEN = {
         ("ok", "later"),
     ),
 }
+# The broken line inside a class: the methods after it keep their class.
+HALF_WRITTEN_IN_A_CLASS = {
+    "python": (
+        "class A:\n    def ok(self):\n        return 1\n\n    def broken(self, x:\n        return x +\n\n"
+        "    def later(self):\n        return self.ok()\n\n    class Inner:\n        pass\n\n"
+        "def after():\n    return A()\n",
+        {("A", None), ("ok", "A"), ("later", "A"), ("Inner", "A"), ("after", None)},
+        ("ok", "A.later"),
+    ),
+    "typescript": (
+        "export class Store {\n  get(k: string): number {\n    return this.m[k];\n  }\n\n"
+        "  put(k: string, v: number {\n    this.m[k] = v;\n  }\n\n  clear(): void {\n    this.reset();\n  }\n}\n",
+        {("Store", None), ("get", "Store"), ("put", "Store"), ("clear", "Store")},
+        ("reset", "Store.clear"),
+    ),
+}
 
 
-@pytest.mark.parametrize("language", sorted(HALF_WRITTEN))
-def test_a_half_written_line_costs_only_its_own_facts(language: str) -> None:
+@pytest.mark.parametrize(
+    "language, case",
+    [(language, HALF_WRITTEN[language]) for language in sorted(HALF_WRITTEN)]
+    + [(language, HALF_WRITTEN_IN_A_CLASS[language]) for language in sorted(HALF_WRITTEN_IN_A_CLASS)],
+)
+def test_a_half_written_line_costs_only_its_own_facts(language: str, case: tuple) -> None:
     """Error recovery folds the code after a broken line into one node; the facts come back."""
-    text, after, (callee, caller) = HALF_WRITTEN[language]
+    text, after, (callee, caller) = case
     facts = extract_facts(text, language)
     assert facts.partial
     check_lines(text, facts)

@@ -7,13 +7,12 @@ sweep over the captured definition ranges, so nothing here recurses.
 
 from __future__ import annotations
 
-import bisect
 import logging
 import re
 import threading
 from dataclasses import replace
 
-from tree_sitter import Node, Parser, Point, Query, QueryCursor, Range, Tree
+from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
 from .markdown import markdown_facts
@@ -29,6 +28,7 @@ from .model import (
 )
 from .rules import rules_for
 from .rules.base import SCOPE, ImportHook, LanguageRules, Named
+from .salvage import Facts, salvaged
 
 __all__ = [
     "Definition",
@@ -110,16 +110,17 @@ def _extract(text: str, language: str, rules: LanguageRules, query: Query, tree:
     root = tree.root_node
     facts = _facts_of(root, data, rules, query)
     if root.has_error and rules.salvage:
-        facts = _salvaged(facts, root, data, language, rules, query)
+        known = frozenset(_known_names(facts[0], facts[2]))
+        # A parser of its own (3 us): a shared one, its included ranges set and reset, crashed a
+        # later parse once in about ten runs of the random-text test.
+        parser = get_parser(language)  # type: ignore[arg-type]
+        facts = salvaged(facts, root, data, parser, lambda part: _facts_of(part, data, rules, query, known))
     return FileFacts(language, True, *facts, root.has_error)
-
-
-_Facts = tuple[tuple[Definition, ...], tuple[Reference, ...], tuple[Import, ...]]
 
 
 def _facts_of(
     root: Node, data: bytes, rules: LanguageRules, query: Query, known: frozenset[bytes] = frozenset()
-) -> _Facts:
+) -> Facts:
     """The facts of one parse; `known` adds names the rest of the file defines or imports."""
     captures = QueryCursor(query).captures(root)
     definitions, scopes, name_starts = _definitions(captures, rules, data)
@@ -127,123 +128,6 @@ def _facts_of(
     names = _known_names(definitions, imports) | known
     references = _references(captures, rules, data, scopes, names, name_starts)
     return definitions, references, imports
-
-
-_CLOSERS = frozenset(b")]}@")  # lines that close (or, `@`, decorate) a construct start none
-_END = re.compile(rb"end\b")  # Ruby, Lua, Elixir
-# Bytes parsed again, as a multiple of the file's size: on files cut mid-line, 2 kept 98.3-99.2%
-# of the other definitions (1: 92.5-98.7%, none: 91.8-97.0%), at no cost to files without errors.
-SALVAGE_BUDGET = 2
-
-
-def _salvaged(
-    facts: _Facts, root: Node, data: bytes, language: str, rules: LanguageRules, query: Query
-) -> _Facts:
-    """Facts of the code a syntax error swallowed.
-
-    Error recovery can fold everything after a half-written line into one top-level node: an
-    ERROR node (in Python a missing parenthesis loses every later class) or the broken statement
-    itself (in TypeScript an unclosed object literal takes the next functions and classes as its
-    own). Such a node is split at lines starting at column 0, and the halves are parsed on their
-    own (tree-sitter's included ranges keep every byte, line and column true), halving again only
-    where an error remains. The new facts replace the old ones on the node's lines when they find
-    a definition the first parse missed; otherwise the first parse stands.
-    """
-    newlines = [m.start() for m in re.finditer(b"\n", data)]
-    parser = parser_for(language)
-    budget = SALVAGE_BUDGET * len(data)
-    spans: list[tuple[range, _Facts]] = []  # a node's lines (1-based) and the facts parsed again
-    known = frozenset(_known_names(facts[0], facts[2]))
-    try:
-        for node in [root] if root.type == "ERROR" else root.children:
-            if budget <= 0:
-                break
-            if not node.has_error:
-                continue
-            found: dict[tuple[int, int], _Facts] = {}  # the latest facts of each stretch parsed again
-            pending = [(node.start_byte, node.end_byte)]
-            while pending and budget > 0:
-                lo, hi = pending.pop()
-                starts = _column_zero_lines(data, newlines, lo, hi)
-                if not starts:
-                    continue
-                found.pop((lo, hi), None)  # its halves replace it
-                mid = starts[len(starts) // 2]
-                for a, b in ((lo, mid), (mid, hi)):
-                    parser.included_ranges = [_range(newlines, a, b)]
-                    sub = parser.parse(data).root_node
-                    budget -= b - a
-                    found[(a, b)] = _facts_of(sub, data, rules, query, known)
-                    if sub.has_error:
-                        pending.append((a, b))
-            if found:
-                end_row, end_column = node.end_point
-                lines = range(node.start_point.row + 1, end_row + (2 if end_column else 1))
-                new = tuple(
-                    tuple(x for f in found.values() for x in f[i] if x.line in lines) for i in range(3)
-                )
-                spans.append((lines, new))  # type: ignore[arg-type]
-    finally:
-        parser.included_ranges = []
-    return _with_salvage(facts, spans)
-
-
-def _with_salvage(facts: _Facts, spans: list[tuple[range, _Facts]]) -> _Facts:
-    """Each span's new facts where the new parse found a definition the first one did not (or put
-    one in another container); the old definitions it did not find again stay (the broken
-    statement's own, say). Old references and imports on those lines go: error recovery misreads
-    names there."""
-    firsts = [lines.start for lines, _ in spans]
-    out: list[list] = [[], [], []]
-    old: list[list[list]] = [[[], [], []] for _ in spans]
-    for i, items in enumerate(facts):
-        for x in items:
-            j = bisect.bisect_right(firsts, x.line) - 1
-            (old[j][i] if j >= 0 and x.line in spans[j][0] else out[i]).append(x)
-    changed = False
-    for (_, new), before in zip(spans, old, strict=True):
-        if not {_placed(d) for d in new[0]} - {_placed(d) for d in before[0]}:
-            for i in range(3):
-                out[i] += before[i]
-            continue
-        changed = True
-        found_again = {(d.name, d.line) for d in new[0]}
-        kept = [d for d in before[0] if (d.name, d.line) not in found_again]
-        out[0] += [*new[0], *kept]
-        # A kept definition's name, which the new parse could not read as one, is no reference.
-        names = {(d.name, d.line) for d in kept}
-        out[1] += [r for r in new[1] if (r.name, r.line) not in names]
-        out[2] += new[2]
-    if not changed:
-        return facts
-    return tuple(tuple(sorted(items, key=_line_of)) for items in out)  # type: ignore[return-value]
-
-
-def _placed(d: Definition) -> tuple[str, int, str | None]:
-    return d.name, d.line, d.container
-
-
-def _column_zero_lines(data: bytes, newlines: list[int], lo: int, hi: int) -> list[int]:
-    """Start bytes of the lines inside (lo, hi) that begin a statement at column 0."""
-    out: list[int] = []
-    for at in newlines[bisect.bisect_left(newlines, lo) : bisect.bisect_left(newlines, hi - 1)]:
-        c = data[at + 1]
-        if c not in _CLOSERS and not chr(c).isspace() and not _END.match(data, at + 1):
-            out.append(at + 1)
-    return out
-
-
-def _range(newlines: list[int], start: int, end: int) -> Range:
-    return Range(_point(newlines, start), _point(newlines, end), start, end)
-
-
-def _point(newlines: list[int], offset: int) -> Point:
-    row = bisect.bisect_left(newlines, offset)
-    return Point(row, offset - (newlines[row - 1] + 1 if row else 0))
-
-
-def _line_of(item: Definition | Reference | Import) -> int:
-    return item.line
 
 
 def _definitions(
