@@ -323,3 +323,24 @@ def test_a_killed_indexer_leaves_no_worker_process_behind(tmp_path: Path) -> Non
     for pid in alive:
         os.kill(pid, signal.SIGKILL)
     assert not alive, "pool workers outlived the killed indexer"
+
+
+def test_files_skipped_for_their_content_are_named_with_the_reason(sample: Path) -> None:
+    write(
+        sample,
+        {
+            "src/app/bundle.py": "x = [" + "1, " * 5000 + "]\n",  # one 15,000-character line
+            "src/app/blob.py": b"\x00\x01\x02 binary\x00",
+            "package-lock.json": "{}\n",  # skipped by name: expected, not named
+        },
+    )
+    data = cli_json("index", "--root", str(sample))
+    named = {s["path"]: s["reason"] for s in data["skipped_files"]}
+    assert set(named) == {"src/app/bundle.py", "src/app/blob.py"}, data["skipped_files"]
+    assert "minified" in named["src/app/bundle.py"] and "binary" in named["src/app/blob.py"]
+    assert data["skipped"] >= 3
+    text = run_cli("index", "--full", "--root", str(sample)).stdout
+    assert "skipped for their content: src/app/blob.py (binary" in text, text
+    # Unchanged since, they are not read again, nor named again.
+    (sample / "src/app/retry.py").write_text("def retry():\n    return 2\n")
+    assert cli_json("index", "--root", str(sample))["skipped_files"] == []

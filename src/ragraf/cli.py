@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from ragraf.adapters.render import render_report
 from ragraf.api import Envelope, Index, error_envelope
 from ragraf.api.changes_format import render_changes
 from ragraf.api.render import (
@@ -109,17 +110,9 @@ def index_cmd(
     elif dry_run:
         _print_dry_run(data)
     else:
-        files = data["files"]
-        if data.get("reason"):
-            click.echo(str(data["reason"]))
         for warning in data.get("warnings", []):
             click.echo(f"WARNING: {warning}", err=True)
-        head = f"{data['index_rev']}" if data["new_revision"] else f"up to date at {data['index_rev']}"
-        click.echo(
-            f"{head}: {files['added']} added, {files['modified']} modified, {files['deleted']} deleted, "
-            f"{files['unchanged']} unchanged; {data['chunks']['new']} new chunks of {data['chunks']['total']} "
-            f"({data['duration_s']:.2f} s)"
-        )
+        click.echo(render_report(data))
     return 0
 
 

@@ -8,6 +8,8 @@ from typing import Any
 from ragraf.api import Envelope
 from ragraf.api.render import render_search
 
+SKIPPED_SHOWN = 5  # skipped files an index report's text names; --json lists more
+
 
 def _header(data: dict[str, Any]) -> list[str]:
     lines = []
@@ -77,7 +79,8 @@ def render_error(env: Envelope) -> str:
 
 
 def render_report(data: dict[str, Any]) -> str:
-    """One line for an index report, as `ragraf index` prints it."""
+    """An index report as `ragraf index` prints it: its line, after the reason for a full
+    rebuild and before the files skipped for their content."""
     files, chunks = data.get("files") or {}, data.get("chunks") or {}
     head = f"{data['index_rev']}" if data.get("new_revision") else f"up to date at {data.get('index_rev')}"
     line = (
@@ -85,4 +88,14 @@ def render_report(data: dict[str, Any]) -> str:
         f"{files.get('deleted', 0)} deleted, {files.get('unchanged', 0)} unchanged; "
         f"{chunks.get('new', 0)} new chunks of {chunks.get('total', 0)} ({data.get('duration_s', 0):.2f} s)"
     )
-    return f"{data['reason']}\n{line}" if data.get("reason") else line
+    lines = [str(data["reason"])] if data.get("reason") else []
+    lines.append(line)
+    skipped = data.get("skipped_files") or []
+    if skipped:
+        named = ", ".join(f"{s['path']} ({s['reason']})" for s in skipped[:SKIPPED_SHOWN])
+        more = len(skipped) - SKIPPED_SHOWN
+        lines.append(
+            f"skipped for their content: {named}"
+            + (f" and {more} more (--json lists them)" if more > 0 else "")
+        )
+    return "\n".join(lines)

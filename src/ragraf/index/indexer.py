@@ -38,6 +38,8 @@ _BATCH_FILES = 200
 # past it, the whole pass over the listing costs about the same.
 CHANGE_MAX_FILES = 2000
 SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexable
+UNCHANGED_UNINDEXABLE = "unindexable (unchanged since last checked)"
+SKIPPED_LISTED = 50  # files a report names among those skipped for what they are, not where
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class IndexReport:
     full_rebuild: bool = False
     reason: str | None = None
     skipped: int = 0
+    # Files this run examined and skipped for their size or content (or as symlinks), which
+    # their path does not foretell, unlike a lock file or an excluded folder; the first
+    # SKIPPED_LISTED by path. One skipped before and unchanged since is not read, nor named.
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
     new_revision: bool = False
     embeddings: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -77,6 +83,7 @@ class IndexReport:
             "full_rebuild": self.full_rebuild,
             "reason": self.reason,
             "skipped": self.skipped,
+            "skipped_files": self.skipped_files,
             "files_read": self.files_read,
         }
         if self.embeddings:
@@ -170,7 +177,9 @@ def hash_files(
         if trust_cache and stat_matches(cached, st):
             assert cached is not None
             if cached.sha256 == SKIPPED:
-                skipped.append((st, "unindexable (unchanged since last checked)"))
+                skipped.append(
+                    (st, "unindexable when last read (unchanged since; `ragraf index --full` reads it again)")
+                )
             else:
                 hashed.append(HashedFile(st, cached.sha256, False))
         else:
@@ -432,8 +441,18 @@ def run_index(
         full_rebuild=full and current is not None,
         reason=reason,
         skipped=len(found.skipped) + len(unindexable),
+        skipped_files=skipped_files(found.skipped, unindexable),
         new_revision=changed,
     )
+
+
+def skipped_files(
+    by_path: list[tuple[str, str]], unindexable: list[tuple[FileStat, str]]
+) -> list[dict[str, str]]:
+    """The files skipped for what they are rather than where they are, with the reason."""
+    surprising = [(path, why) for path, why in by_path if why.startswith(("symlink", "larger than"))]
+    surprising += [(st.path, why) for st, why in unindexable if why != UNCHANGED_UNINDEXABLE]
+    return [{"path": path, "reason": why} for path, why in sorted(surprising)[:SKIPPED_LISTED]]
 
 
 def dry_run(
