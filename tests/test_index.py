@@ -16,7 +16,9 @@ import pytest
 from support import SAMPLE, cli_json, run_cli, write
 
 from ragraf import Index
+from ragraf.corpus.discover import FileStat
 from ragraf.errors import IndexCorruptError, IndexMissingError, LockHeldError
+from ragraf.index.indexer import UNCHANGED_UNINDEXABLE, skipped_files
 from ragraf.index.lock import WriterLock
 
 
@@ -341,6 +343,10 @@ def test_files_skipped_for_their_content_are_named_with_the_reason(sample: Path)
     assert data["skipped"] >= 3
     text = run_cli("index", "--full", "--root", str(sample)).stdout
     assert "skipped for their content: src/app/blob.py (binary" in text, text
-    # Unchanged since, they are not read again, nor named again.
+    # Unchanged since, they are not read again, nor named again (whether the run lists the
+    # folder or takes the guard's word for what changed).
     (sample / "src/app/retry.py").write_text("def retry():\n    return 2\n")
     assert cli_json("index", "--root", str(sample))["skipped_files"] == []
+    stats = {p: FileStat(p, 1, 1, 1, 1) for p in ("a.py", "b.py")}
+    listed = skipped_files([], [(stats["a.py"], UNCHANGED_UNINDEXABLE), (stats["b.py"], "binary")])
+    assert listed == [{"path": "b.py", "reason": "binary"}]

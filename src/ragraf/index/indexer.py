@@ -177,9 +177,7 @@ def hash_files(
         if trust_cache and stat_matches(cached, st):
             assert cached is not None
             if cached.sha256 == SKIPPED:
-                skipped.append(
-                    (st, "unindexable when last read (unchanged since; `ragraf index --full` reads it again)")
-                )
+                skipped.append((st, UNCHANGED_UNINDEXABLE))
             else:
                 hashed.append(HashedFile(st, cached.sha256, False))
         else:
