@@ -350,3 +350,33 @@ def test_files_skipped_for_their_content_are_named_with_the_reason(sample: Path)
     stats = {p: FileStat(p, 1, 1, 1, 1) for p in ("a.py", "b.py")}
     listed = skipped_files([], [(stats["a.py"], UNCHANGED_UNINDEXABLE), (stats["b.py"], "binary")])
     assert listed == [{"path": "b.py", "reason": "binary"}]
+
+
+# 368 bytes on which tree-sitter's TSX error recovery runs for minutes (over 100 s measured),
+# holding the GIL: found by parsing random text.
+PARSER_TRAP_TSX = (
+    '98"#;\n{9@`cé};\n;$ \\\'2[b@0 >@${1:#y(\\6(\n>ze1`:3`d[c(:<\n5)"=\n='
+    "a`y(d{@1[}3éc=\u2028<7)dzd<y(:>x`#9z>x#;)71x{(\n0}7y>ad{>$/a;\\x\n\\'"
+    '1)96/2@\\ \t\t=c:``}\\")0$/3]88\\3x"y5d6._/6\'c\n$))y:9 b@<bc1=#":7'
+    ";0x'72#.f =5\t5\u202800]30`(#.8<\u2028[>}73x=c9#_éay@[.b4zy\t$($8<#\\:$c<"
+    '3e\u20284">cé22ex.f4 =;$e84x_\u2028é>2ay\\bx3fx}\\}.7z8az.\n\u2028]d.2f=x3cé4@'
+    'f9:"\u2028/3:]87}}/.) 2e]9.\tc.(e82}[}]7{`4@/}=z@7\u2028]8#e\\\\a8`_é\u2028[z$'
+    ':)f[6./"'
+)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a batch is parsed in worker processes with two cores")
+def test_a_file_the_parser_cannot_finish_is_indexed_by_lines_and_named(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    write(root, {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(80)})
+    write(root, {"src/odd.tsx": PARSER_TRAP_TSX})
+    env = {"RAGRAF_PARSE_TIMEOUT_S": "2", "RAGRAF_EMBEDDER": "none"}
+    data = cli_json("index", "--root", str(root), env=env)
+    assert data["files"]["added"] == 81
+    assert [w for w in data["warnings"] if w.startswith("src/odd.tsx: parsing took longer than 2 s")], data
+    outline = cli_json("outline", "src/odd.tsx", "--root", str(root), env=env)
+    assert outline["results"] and any("gave up" in n for n in outline["notes"])
+    # The files parsed beside it, in the pool it brought down, keep their facts.
+    for i in (0, 42, 79):
+        found = cli_json("def", f"f{i}", "--root", str(root), env=env)["results"]
+        assert [r["path"] for r in found] == [f"src/m{i}.py"]

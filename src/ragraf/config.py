@@ -42,6 +42,7 @@ class Settings:
     auto_reindex_max_files: int = 200
     budget_bytes: int = 16 * 1024
     lock_timeout_s: float = 600.0
+    parse_timeout_s: float = 60.0  # one file's parse in an index worker; past it, chunked by lines
     watch: bool = True  # long-running processes skip the guard's stat pass while the kernel reports nothing
     worktrees: bool = True  # git work trees share one index: a base and a view per work tree
     base_branch: str = ""

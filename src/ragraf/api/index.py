@@ -616,9 +616,13 @@ class Index:
                 open_ends.pop()
             env.results.append({**_fact(h, drift), "depth": len(open_ends)})
             open_ends.append(h.end_line)
-        if status == "unsupported":
+        if status in ("unsupported", "failed"):
             env.capability.facts = False
-            env.notes.append(f"no fact rules for {language_of(rel)}; outline from the chunks instead")
+            env.notes.append(
+                f"no fact rules for {language_of(rel)}; outline from the chunks instead"
+                if status == "unsupported"
+                else f"the parser gave up on {rel} when it was indexed; outline from the chunks instead"
+            )
             for chunk in store.chunks_of(rev.rev_no, rel):
                 env.results.append({
                     "name": chunk.symbol or f"lines {chunk.start_line}-{chunk.end_line}", "kind": "chunk",

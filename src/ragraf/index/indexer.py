@@ -16,7 +16,7 @@ from ragraf.corpus.discover import dir_stamps
 from ragraf.freshness import snapshot
 from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
-from ragraf.index.workers import prepare, prepare_all
+from ragraf.index.workers import FAILED, prepare, prepare_all
 from ragraf.languages import language_of
 from ragraf.store import (
     ChunkHit,
@@ -195,20 +195,30 @@ def hash_files(
 
 
 def store_contents(
-    store: Store, settings: Settings, need: dict[ContentKey, HashedFile], progress: Progress
+    store: Store,
+    settings: Settings,
+    need: dict[ContentKey, HashedFile],
+    progress: Progress,
+    warnings: list[str],
 ) -> tuple[dict[ContentKey, int], int]:
     """The content ids of these files, chunking and storing what the index does not hold yet;
     also how many chunks were new. Content already stored (another path, an older revision, a
-    killed run) is reused as is."""
+    killed run) is reused as is. A file the parser gave up on adds to `warnings`."""
     ids = store.content_ids(list(need))
     missing = [key for key in need if key not in ids]
     new_chunks = 0
     progress.start("chunking files", len(missing))
     batch: list[ContentBundle] = []
-    for bundle in prepare_all([(key, need[key].stat.path) for key in missing], settings):
+    jobs = [(key, need[key].stat.path) for key in missing]
+    for (_, path), bundle in zip(jobs, prepare_all(jobs, settings), strict=True):
         progress.advance()
         if bundle is None:
             continue
+        if bundle.facts_status == FAILED:
+            warnings.append(
+                f"{path}: parsing took longer than {settings.parse_timeout_s:g} s (or crashed the parser); "
+                "indexed by lines, without facts"
+            )
         new_chunks += len(bundle.chunks)
         batch.append(bundle)
         if len(batch) >= _BATCH_FILES:
@@ -244,7 +254,8 @@ def index_moved(
     old = {p: e for p in moved if (e := store.manifest_entry(current.rev_no, p)) is not None}
     chunker = settings.chunk_params()
     keyed = [((hf.sha256, language_of(hf.stat.path), chunker), hf) for hf in hashed]
-    ids, new_chunks = store_contents(store, settings, dict(keyed), progress)
+    warnings: list[str] = []
+    ids, new_chunks = store_contents(store, settings, dict(keyed), progress, warnings)
     now_entries = [
         ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size) for key, hf in keyed if key in ids
     ]
@@ -283,6 +294,7 @@ def index_moved(
         duration_s=time.monotonic() - t0,
         skipped=max(0, snapshot.file_count(blob) - rev.files),
         new_revision=rev is not current,
+        warnings=warnings,
     )
 
 
@@ -390,7 +402,8 @@ def run_index(
     seen_paths = {hf.stat.path for hf in hashed}
     counts["deleted"] = sum(1 for p in old_manifest if p not in seen_paths)
 
-    ids, new_chunks = store_contents(store, settings, need, progress)
+    warnings: list[str] = []
+    ids, new_chunks = store_contents(store, settings, need, progress, warnings)
 
     # Only the files above: an unchanged file whose content a new file shares is in the manifest already.
     for hf in fresh:
@@ -441,6 +454,7 @@ def run_index(
         skipped=len(found.skipped) + len(unindexable),
         skipped_files=skipped_files(found.skipped, unindexable),
         new_revision=changed,
+        warnings=warnings,
     )
 
 

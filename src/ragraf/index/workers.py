@@ -5,10 +5,14 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import signal
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from itertools import repeat
 from pathlib import Path
 
 from ragraf.chunking import SymbolSpan, chunk_text, parse
@@ -22,6 +26,8 @@ from ragraf.tokens import index_text
 
 # Below this many files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 64
+_CHUNK = 16  # files a pool worker takes at a time
+FAILED = "failed"  # the facts status of a file whose parse ran past the timeout or crashed
 
 
 def _facts(
@@ -82,8 +88,9 @@ def analyse(
     return records, facts, refs, status
 
 
-def prepare(job: tuple[ContentKey, str, Settings]) -> ContentBundle | None:
-    """Read, verify, chunk and extract facts of one file; None when it changed or vanished since hashing."""
+def prepare(job: tuple[ContentKey, str, Settings], parsed: bool = True) -> ContentBundle | None:
+    """Read, verify, chunk and extract facts of one file; None when it changed or vanished since
+    hashing. Not `parsed`: chunked by lines, without facts (status "failed")."""
     key, path, settings = job
     try:
         ex = extract(Path(settings.root) / path, path, settings.max_line_chars)
@@ -91,23 +98,89 @@ def prepare(job: tuple[ContentKey, str, Settings]) -> ContentBundle | None:
         return None
     if ex.sha256 != key[0]:
         return None  # changed again since hashing: the next run picks it up
+    if not parsed:
+        chunks = chunk_text(ex.text, "text", settings.chunk_max_chars, settings.chunk_min_chars)
+        records = [
+            ChunkRecord(i, c.start_line, c.end_line, None, c.text, index_text(c.text))
+            for i, c in enumerate(chunks)
+        ]
+        return ContentBundle(key, records, [], FAILED)
     chunks, facts, refs, status = analyse(ex.text, key[1], settings)
     return ContentBundle(key, chunks, facts, status, refs)
 
 
+def _prepare_in_time(
+    job: tuple[ContentKey, str, Settings], marks: Path | None = None, i: int = 0
+) -> ContentBundle | None:
+    """prepare() in a pool worker, which the kernel ends past the parse timeout; a file named `i`
+    in `marks` says the job is under way.
+
+    Tree-sitter's error recovery can run for minutes on a few hundred bytes of garbage, holding
+    the GIL, and nothing in the process can stop it; SIGALRM's default action ends the worker.
+    """
+    mark = marks / str(i) if marks else None
+    if mark:
+        mark.touch()
+    signal.setitimer(signal.ITIMER_REAL, job[2].parse_timeout_s)
+    try:
+        return prepare(job)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if mark:
+            mark.unlink()
+
+
 def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Iterator[ContentBundle | None]:
-    """prepare() for every job, in order, on all cores when the batch is big enough."""
+    """prepare() for every job, in order, on all cores when the batch is big enough.
+
+    When a worker ends (a parse past the timeout, a grammar that crashed), the jobs under way
+    then are prepared one by one, each in a worker of its own; one that ends its worker again is
+    chunked by lines, without facts. The rest go on in a new pool.
+    """
     tasks = [(key, path, settings) for key, path in jobs]
     workers = min(os.cpu_count() or 1, 8)
     if len(tasks) < _POOL_MIN_FILES or workers < 2:
         yield from map(prepare, tasks)
         return
+    alone: set[int] = set()
+    start = 0
+    with tempfile.TemporaryDirectory(prefix="ragraf-jobs-") as folder:
+        marks = Path(folder)
+        while start < len(tasks):
+            if start in alone:
+                yield _prepare_alone(tasks[start])
+                start += 1
+                continue
+            end = min((i for i in alone if i > start), default=len(tasks))
+            batch = range(start, end)
+            try:
+                with _pool(workers) as pool:
+                    for bundle in pool.map(
+                        _prepare_in_time, [tasks[i] for i in batch], repeat(marks), batch, chunksize=_CHUNK
+                    ):
+                        yield bundle
+                        start += 1
+            except BrokenProcessPool:
+                under_way = {int(mark.name) for mark in marks.iterdir()}
+                for mark in marks.iterdir():
+                    mark.unlink()
+                alone |= under_way or {
+                    start
+                }  # a worker lost otherwise: the next job alone, so each round moves on
+
+
+def _prepare_alone(task: tuple[ContentKey, str, Settings]) -> ContentBundle | None:
+    try:
+        with _pool(1) as pool:
+            return pool.submit(_prepare_in_time, task).result()
+    except BrokenProcessPool:
+        return prepare(task, parsed=False)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
     # spawn, not fork: the caller may be a threaded server.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_exit_with, initargs=(os.getpid(),)
-    ) as pool:
-        yield from pool.map(prepare, tasks, chunksize=16)
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with, initargs=(os.getpid(),))
 
 
 def _exit_with(parent: int) -> None:
