@@ -343,6 +343,9 @@ def test_files_skipped_for_their_content_are_named_with_the_reason(sample: Path)
     assert data["skipped"] >= 3
     text = run_cli("index", "--full", "--root", str(sample)).stdout
     assert "skipped for their content: src/app/blob.py (binary" in text, text
+    # A preview names them too, reading them again for the reason the stat cache does not keep.
+    preview = cli_json("index", "--dry-run", "--root", str(sample))
+    assert {s["path"]: s["reason"] for s in preview["skipped_files"]} == named
     # Unchanged since, they are not read again, nor named again (whether the run lists the
     # folder or takes the guard's word for what changed).
     (sample / "src/app/retry.py").write_text("def retry():\n    return 2\n")

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ragraf.adapters.render import render_report
+from ragraf.adapters.render import SKIPPED_SHOWN, render_report
 from ragraf.api import Envelope, Index, error_envelope
 from ragraf.api.changes_format import render_changes
 from ragraf.api.render import (
@@ -132,6 +132,8 @@ def _print_dry_run(data: dict[str, Any]) -> None:
         )
     if data["skipped"]:
         click.echo("skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(data["skipped"].items())))
+    for item in data["skipped_files"][:SKIPPED_SHOWN]:
+        click.echo(f"  {item['path']}: {item['reason']}")
 
 
 def _search_lines(queries_file: Path) -> list[str]:

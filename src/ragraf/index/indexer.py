@@ -467,6 +467,21 @@ def skipped_files(
     return [{"path": path, "reason": why} for path, why in sorted(surprising)[:SKIPPED_LISTED]]
 
 
+def _read_again(settings: Settings, unindexable: list[tuple[FileStat, str]]) -> list[tuple[FileStat, str]]:
+    """The reasons the stat cache does not keep, for the files a preview names: read again."""
+    out = []
+    for st, why in sorted(unindexable, key=lambda item: item[0].path)[:SKIPPED_LISTED]:
+        if why == UNCHANGED_UNINDEXABLE:
+            try:
+                extract(settings.root / st.path, st.path, settings.max_line_chars)
+            except Unindexable as exc:
+                why = str(exc)
+            except OSError:
+                pass
+        out.append((st, why))
+    return out
+
+
 def dry_run(
     store: Store | None, settings: Settings, progress: Progress | None = None, model_id: str | None = None
 ) -> dict[str, object]:
@@ -513,6 +528,7 @@ def dry_run(
         "files_to_process": changed,
         "folders": dict(sorted(folders.items())),
         "skipped": dict(skipped),
+        "skipped_files": skipped_files(found.skipped, _read_again(settings, unindexable)),
         "home": str(settings.home),
         "embedding": _embedding_estimate(settings, model_id, to_embed),
     }
