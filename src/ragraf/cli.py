@@ -112,7 +112,7 @@ def index_cmd(
     else:
         for warning in data.get("warnings", []):
             click.echo(f"WARNING: {warning}", err=True)
-        click.echo(render_report(data))
+        click.echo(render_report(data, warnings=False))
     return 0
 
 

@@ -39,5 +39,10 @@ async def test_search_degrades_with_the_warning_first_when_the_embedder_dies(tmp
             assert env_["results"][0]["path"] == "src/pool.py"
             alive = await client.call_tool("status", {})
             assert alive.is_error is False
+            # An index run with the endpoint gone says why first, in the text an agent reads.
+            (root / "src" / "more.py").write_text("def more():\n    return 2\n")
+            reindex = await client.call_tool("reindex", {})
+            assert reindex.is_error is False
+            assert reindex.content[0].text.startswith("WARNING: "), reindex.content[0].text
     finally:
         fake.close()

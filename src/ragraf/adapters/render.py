@@ -78,9 +78,9 @@ def render_error(env: Envelope) -> str:
     return "\n".join(_header(env.to_dict()))
 
 
-def render_report(data: dict[str, Any]) -> str:
-    """An index report as `ragraf index` prints it: its line, after the reason for a full
-    rebuild and before the files skipped for their content."""
+def render_report(data: dict[str, Any], warnings: bool = True) -> str:
+    """An index report as `ragraf index` prints it: its warnings first (unless the caller shows
+    them apart), the reason for a full rebuild, its line, then the files skipped for their content."""
     files, chunks = data.get("files") or {}, data.get("chunks") or {}
     head = f"{data['index_rev']}" if data.get("new_revision") else f"up to date at {data.get('index_rev')}"
     line = (
@@ -88,7 +88,9 @@ def render_report(data: dict[str, Any]) -> str:
         f"{files.get('deleted', 0)} deleted, {files.get('unchanged', 0)} unchanged; "
         f"{chunks.get('new', 0)} new chunks of {chunks.get('total', 0)} ({data.get('duration_s', 0):.2f} s)"
     )
-    lines = [str(data["reason"])] if data.get("reason") else []
+    lines = [f"WARNING: {w}" for w in data.get("warnings") or []] if warnings else []
+    if data.get("reason"):
+        lines.append(str(data["reason"]))
     lines.append(line)
     skipped = data.get("skipped_files") or []
     if skipped:
