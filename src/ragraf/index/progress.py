@@ -81,8 +81,12 @@ class RichProgress(Progress):
             TimeRemainingColumn(),
             console=self.console,
             transient=True,
+            # Redrawn from advance(), not by rich's refresh thread: a process running one thread
+            # may fork its parse worker (index/workers.py).
+            auto_refresh=False,
         )
         self.task: int | None = None
+        self.drawn = 0.0
 
     def start(self, phase: str, total: int) -> None:
         if self.task is None:
@@ -90,10 +94,14 @@ class RichProgress(Progress):
         else:
             self.bar.remove_task(self.task)  # type: ignore[arg-type]
         self.task = self.bar.add_task(phase, total=total)  # type: ignore[assignment]
+        self.bar.refresh()
 
     def advance(self, n: int = 1) -> None:
         if self.task is not None:
             self.bar.advance(self.task, n)  # type: ignore[arg-type]
+            if time.monotonic() - self.drawn > 0.1:
+                self.bar.refresh()
+                self.drawn = time.monotonic()
 
     def done(self) -> None:
         if self.task is not None:

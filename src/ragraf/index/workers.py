@@ -131,15 +131,24 @@ def _prepare_in_time(
 
 
 def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Iterator[ContentBundle | None]:
-    """prepare() for every job, in order, on all cores when the batch is big enough.
+    """prepare() for every job, in order: in worker processes, where the parse timeout holds.
+
+    A big batch goes to a pool on all cores (spawned: the caller may be a threaded server). A
+    small one goes to one forked worker (8 ms) when this process runs a single thread, as forking
+    a threaded one is unsafe; otherwise it is prepared here, without the timeout.
 
     When a worker ends (a parse past the timeout, a grammar that crashed), the jobs under way
     then are prepared one by one, each in a worker of its own; one that ends its worker again is
     chunked by lines, without facts. The rest go on in a new pool.
     """
     tasks = [(key, path, settings) for key, path in jobs]
-    workers = min(os.cpu_count() or 1, 8)
-    if len(tasks) < _POOL_MIN_FILES or workers < 2:
+    if not tasks:
+        return
+    if len(tasks) >= _POOL_MIN_FILES:
+        method, workers = "spawn", min(os.cpu_count() or 1, 8)
+    elif threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        method, workers = "fork", 1
+    else:
         yield from map(prepare, tasks)
         return
     alone: set[int] = set()
@@ -148,13 +157,13 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
         marks = Path(folder)
         while start < len(tasks):
             if start in alone:
-                yield _prepare_alone(tasks[start])
+                yield _prepare_alone(tasks[start], method)
                 start += 1
                 continue
             end = min((i for i in alone if i > start), default=len(tasks))
             batch = range(start, end)
             try:
-                with _pool(workers) as pool:
+                with _pool(workers, method) as pool:
                     for bundle in pool.map(
                         _prepare_in_time, [tasks[i] for i in batch], repeat(marks), batch, chunksize=_CHUNK
                     ):
@@ -164,22 +173,21 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
                 under_way = {int(mark.name) for mark in marks.iterdir()}
                 for mark in marks.iterdir():
                     mark.unlink()
-                alone |= under_way or {
-                    start
-                }  # a worker lost otherwise: the next job alone, so each round moves on
+                # With no job under way the worker was lost otherwise: the next job goes alone,
+                # so every round moves on.
+                alone |= under_way or {start}
 
 
-def _prepare_alone(task: tuple[ContentKey, str, Settings]) -> ContentBundle | None:
+def _prepare_alone(task: tuple[ContentKey, str, Settings], method: str) -> ContentBundle | None:
     try:
-        with _pool(1) as pool:
+        with _pool(1, method) as pool:
             return pool.submit(_prepare_in_time, task).result()
     except BrokenProcessPool:
         return prepare(task, parsed=False)
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    # spawn, not fork: the caller may be a threaded server.
-    context = multiprocessing.get_context("spawn")
+def _pool(workers: int, method: str) -> ProcessPoolExecutor:
+    context = multiprocessing.get_context(method)
     return ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with, initargs=(os.getpid(),))
 
 
