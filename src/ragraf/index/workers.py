@@ -121,11 +121,14 @@ def _prepare_in_time(
     mark = marks / str(i) if marks else None
     if mark:
         mark.touch()
-    signal.setitimer(signal.ITIMER_REAL, job[2].parse_timeout_s)
+    timed = hasattr(signal, "setitimer")  # not on Windows: there the parse runs untimed
+    if timed:
+        signal.setitimer(signal.ITIMER_REAL, job[2].parse_timeout_s)
     try:
         return prepare(job)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         if mark:
             mark.unlink()
 
