@@ -99,12 +99,8 @@ def prepare(job: tuple[ContentKey, str, Settings], parsed: bool = True) -> Conte
     if ex.sha256 != key[0]:
         return None  # changed again since hashing: the next run picks it up
     if not parsed:
-        chunks = chunk_text(ex.text, "text", settings.chunk_max_chars, settings.chunk_min_chars)
-        records = [
-            ChunkRecord(i, c.start_line, c.end_line, None, c.text, index_text(c.text))
-            for i, c in enumerate(chunks)
-        ]
-        return ContentBundle(key, records, [], FAILED)
+        chunks, _, _, _ = analyse(ex.text, "text", settings)  # as plain text: lines, no parse
+        return ContentBundle(key, chunks, [], FAILED)
     chunks, facts, refs, status = analyse(ex.text, key[1], settings)
     return ContentBundle(key, chunks, facts, status, refs)
 
