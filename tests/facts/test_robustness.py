@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
+import traceback
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -225,6 +229,34 @@ def test_a_very_long_line_gives_a_bounded_signature() -> None:
     assert d.line == 1 and len(d.signature) <= 200
 
 
+def finishes_in_time(check: Callable[[], None], seconds: float) -> bool:
+    """Run check in a forked child under a timer, as the indexer parses a file: False when the
+    timer ended it (a text tree-sitter's recovery cannot finish, which the indexer indexes by lines);
+    an exception in the child fails the caller with the child's traceback."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: tree-sitter holds the GIL while it parses, so only a signal stops it
+        os.close(read_end)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            check()
+            message = b""
+        except BaseException:
+            message = traceback.format_exc().encode()
+        os.write(write_end, message)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        message = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert not message, message.decode()
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGALRM, f"the parse crashed: signal {os.WTERMSIG(status)}"
+        return False
+    return True
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=st.text(
@@ -232,5 +264,11 @@ def test_a_very_long_line_gives_a_bounded_signature() -> None:
     )
 )
 def test_random_text_never_raises_in_any_language(text: str) -> None:
-    for language in LANGUAGES:
-        check_lines(text, extract_facts(text, language))
+    def check() -> None:
+        for language in LANGUAGES:
+            check_lines(text, extract_facts(text, language))
+
+    for language in LANGUAGES:  # load each grammar here once, not again in every child
+        extract_facts("x", language)
+    # A random text can trap the parser for minutes (one was found): that stops the child, not CI.
+    finishes_in_time(check, seconds=30)
