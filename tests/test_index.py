@@ -383,3 +383,22 @@ def test_a_file_the_parser_cannot_finish_is_indexed_by_lines_and_named(tmp_path:
     for i in (0, others // 2, others - 1):
         found = cli_json("def", f"f{i}", "--root", str(root), env=env)["results"]
         assert [r["path"] for r in found] == [f"src/m{i}.py"]
+
+
+def test_a_threaded_caller_parses_small_batches_under_the_timeout_too(tmp_path: Path) -> None:
+    # The MCP and HTTP servers index from a process that runs threads, which must not fork:
+    # their small batches go to a worker forked from a fork server, still under the timer.
+    root = tmp_path / "repo"
+    write(root, {"src/a.py": "def kept():\n    return 1\n", "src/odd.tsx": PARSER_TRAP_TSX})
+    stop = threading.Event()
+    server_thread = threading.Thread(target=stop.wait)
+    server_thread.start()
+    try:
+        idx = Index.open(root, home=tmp_path / "home", embedder="none", parse_timeout_s=2)
+        report = idx.index()
+        assert [w for w in report.warnings if w.startswith("src/odd.tsx: parsing took longer than 2 s")]
+        assert [d["path"] for d in idx.find_symbol("kept").results] == ["src/a.py"]
+        idx.close()
+    finally:
+        stop.set()
+        server_thread.join()

@@ -133,8 +133,9 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
     """prepare() for every job, in order: in worker processes, where the parse timeout holds.
 
     A big batch goes to a pool on all cores (spawned: the caller may be a threaded server). A
-    small one goes to one forked worker (8 ms) when this process runs a single thread, as forking
-    a threaded one is unsafe; otherwise it is prepared here, without the timeout.
+    small one goes to one worker: forked (8 ms) when this process runs a single thread; in a
+    threaded one (the MCP and HTTP servers), where forking is unsafe, forked from a fork server
+    that this process starts once (about a second) and keeps.
 
     When a worker ends (a parse past the timeout, a grammar that crashed), the jobs under way
     then are prepared one by one, each in a worker of its own; one that ends its worker again is
@@ -143,11 +144,14 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
     tasks = [(key, path, settings) for key, path in jobs]
     if not tasks:
         return
+    methods = multiprocessing.get_all_start_methods()
     if len(tasks) >= _POOL_MIN_FILES:
         method, workers = "spawn", min(os.cpu_count() or 1, 8)
-    elif threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+    elif threading.active_count() == 1 and "fork" in methods:
         method, workers = "fork", 1
-    else:
+    elif "forkserver" in methods:
+        method, workers = "forkserver", 1
+    else:  # Windows: no fork at all, and a spawned worker costs more than a small batch
         yield from map(prepare, tasks)
         return
     alone: set[int] = set()
@@ -187,12 +191,17 @@ def _prepare_alone(task: tuple[ContentKey, str, Settings], method: str) -> Conte
 
 def _pool(workers: int, method: str) -> ProcessPoolExecutor:
     context = multiprocessing.get_context(method)
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with, initargs=(os.getpid(),))
+    if method == "forkserver":
+        context.set_forkserver_preload([__name__])  # workers start with this module imported
+    # A fork server's worker is its child, not ours; the server ends with this process.
+    parent = None if method == "forkserver" else os.getpid()
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with, initargs=(parent,))
 
 
-def _exit_with(parent: int) -> None:
-    """A worker ends when the indexer that started it is gone (killed with SIGKILL, say): a pool
-    worker waits for work forever otherwise, holding its memory."""
+def _exit_with(parent: int | None) -> None:
+    """A worker ends when the process that started it is gone (an indexer killed with SIGKILL,
+    say): a pool worker waits for work forever otherwise, holding its memory."""
+    parent = parent or os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
