@@ -355,6 +355,22 @@ def test_files_skipped_for_their_content_are_named_with_the_reason(sample: Path)
     assert listed == [{"path": "b.py", "reason": "binary"}]
 
 
+@pytest.mark.parametrize("in_git", [False, True], ids=["a plain folder", "a git work tree"])
+def test_a_file_name_that_is_not_utf8_is_skipped_and_named_escaped(tmp_path: Path, in_git: bool) -> None:
+    root = tmp_path / "repo"
+    write(root, {"ok.py": "def ok():\n    return 1\n"})
+    (root / os.fsdecode(b"bad\xffname.py")).write_text("def hidden():\n    pass\n")
+    if in_git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    env = {"RAGRAF_EMBEDDER": "none"}
+    data = cli_json("index", "--root", str(root), env=env)
+    assert data["files"]["added"] == 1
+    assert data["skipped_files"] == [
+        {"path": "bad\\xffname.py", "reason": "file name is not valid UTF-8 (rename it to index it)"}
+    ]
+    assert [r["path"] for r in cli_json("def", "ok", "--root", str(root), env=env)["results"]] == ["ok.py"]
+
+
 # 368 bytes on which tree-sitter's TSX error recovery runs for minutes (over 100 s measured),
 # holding the GIL: found by parsing random text.
 PARSER_TRAP_TSX = (

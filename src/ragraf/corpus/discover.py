@@ -134,6 +134,17 @@ def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
     return sorted(result)
 
 
+BAD_NAME = "file name is not valid UTF-8 (rename it to index it)"
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) -> Discovery:
     """List the files to index under root with their stat, and what was skipped and why; `paths`
     names the candidates when the caller knows them (a commit's tree), else git or a walk finds them."""
@@ -145,6 +156,12 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
     files: list[FileStat] = []
     skipped: list[tuple[str, str]] = []
     for rel in paths:
+        if not _utf8(rel):
+            # The index, its JSON and every path:line are UTF-8: name it escaped, index the rest.
+            skipped.append(
+                (rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"), BAD_NAME)
+            )
+            continue
         reason = excluded_reason(rel)
         if ragrafignore is not None:
             verdict = ragrafignore.check_file(rel).include
