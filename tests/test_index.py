@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -112,7 +113,7 @@ def test_empty_folder_indexes_to_an_empty_revision(tmp_path: Path) -> None:
     assert Index.open(tmp_path).search("anything").results == []
 
 
-@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, "foreign"])
+@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, "foreign", "pages"])
 def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garbage: object) -> None:
     idx = Index.open(sample)
     idx.index()
@@ -126,6 +127,14 @@ def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garba
         other.execute("CREATE TABLE users (id INTEGER)")
         other.commit()
         other.close()
+    elif garbage == "pages":  # the schema intact, the manifest's page overwritten: found only when read
+        with sqlite3.connect(db_path) as db:
+            page_size = db.execute("PRAGMA page_size").fetchone()[0]
+            (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'manifest'").fetchone()
+        db.close()
+        with db_path.open("r+b") as f:
+            f.seek((root - 1) * page_size)
+            f.write(b"\xab" * page_size)
     else:
         db_path.write_bytes(garbage)  # type: ignore[arg-type]
     with pytest.raises(IndexCorruptError) as err:
@@ -133,6 +142,8 @@ def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garba
     assert "ragraf index --full" in err.value.suggest
     out = run_cli("search", "TCPConnector", "--root", str(sample))
     assert out.returncode == 1 and "Traceback" not in out.stderr and "--full" in out.stderr
+    out = run_cli("def", "TCPConnector", "--root", str(sample), "--json")
+    assert out.returncode == 1 and json.loads(out.stdout)["error"]["code"] == "index_corrupt"
     assert run_cli("index", "--root", str(sample)).returncode == 1
     rebuilt = cli_json("index", "--full", "--root", str(sample))
     assert rebuilt["index_rev"] == "rev-0001"

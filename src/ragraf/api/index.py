@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
@@ -44,6 +46,7 @@ from ragraf.index.progress import Progress
 from ragraf.languages import kind_of, language_of
 from ragraf.search.engine import run_search
 from ragraf.store import DriftEvent, FactHit, Revision, Store, open_store, view_label
+from ragraf.store.sqlite import damage
 
 MAX_K = 10
 SNIPPET_MAX_CHARS = 4000
@@ -51,6 +54,27 @@ MAX_STALE_WARNINGS = 50
 MAX_FACTS = 200
 POLICIES = ("warn", "auto", "fail")
 QUERY_TIMEOUT_S = 5.0
+
+
+Op = TypeVar("Op", bound=Callable[..., Any])
+
+
+def names_damage(op: Op) -> Op:
+    """An operation that reaches a damaged page of the index file fails with index_corrupt (and
+    `ragraf index --full` to rebuild), not with SQLite's error."""
+
+    @functools.wraps(op)
+    def checked(self: Index, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return op(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            error = damage(exc, self.settings.db_path)
+            if error is None:
+                raise
+            self.close()
+            raise error from None
+
+    return checked  # type: ignore[return-value]
 
 
 class Index:
@@ -355,6 +379,7 @@ class Index:
 
     # operations ----------------------------------------------------------------------------
 
+    @names_damage
     def index(
         self,
         full: bool = False,
@@ -391,19 +416,27 @@ class Index:
         lock = WriterLock(self.settings.home, wait=wait, timeout_s=self.settings.lock_timeout_s)
         lock.acquire(on_wait=lambda who: progress.note(f"waiting for the index lock held by {who}"))
         try:
-            try:
-                store = open_store(self.settings, create=True)
-            except IndexCorruptError:
-                if not full:
-                    raise
-                _remove_index_files(self.settings.db_path)
-                store = open_store(self.settings, create=True)
+            store = self._open_to_write(full)
             try:
                 return self._index_into(store, full, lexical_only, progress, update_base)
             finally:
                 store.close()
         finally:
             lock.release()
+
+    def _open_to_write(self, full: bool) -> Store:
+        """The SQLite store to index into; with `full`, a damaged file (SQLite's quick_check reads
+        every page) is removed and rebuilt from nothing: the embeddings come from the cache."""
+        try:
+            store = open_store(self.settings, create=True)
+            if not full or store.damaged() is None:  # type: ignore[attr-defined]
+                return store
+            store.close()
+        except IndexCorruptError:
+            if not full:
+                raise
+        _remove_index_files(self.settings.db_path)
+        return open_store(self.settings, create=True)
 
     def _index_into(
         self, store: Store, full: bool, lexical_only: bool, progress: Progress, with_base: bool = False
@@ -480,12 +513,14 @@ class Index:
         tmp.write_text(json.dumps(totals, indent=1))
         os.replace(tmp, self._totals_path())
 
+    @names_damage
     def embedding_totals(self) -> dict[str, dict[str, int]]:
         try:
             return json.loads(self._totals_path().read_text())
         except (OSError, ValueError):
             return {}
 
+    @names_damage
     def search(
         self,
         query: str,
@@ -568,6 +603,7 @@ class Index:
         store = self.store()
         return lambda limit: store.vector_search(rev.rev_no, model, vector, dim, limit)
 
+    @names_damage
     def find_symbol(self, name: str, reindex_on_drift: str | None = None) -> Envelope:
         """Where NAME is defined: exact, then case-insensitive, then qualified (Class.method, pkg.Func)."""
         rev, drift, env = self._begin("def", reindex_on_drift)
@@ -582,6 +618,7 @@ class Index:
         env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
         return env
 
+    @names_damage
     def find_references(
         self, name: str, calls: bool = False, reindex_on_drift: str | None = None
     ) -> Envelope:
@@ -596,6 +633,7 @@ class Index:
         env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
         return env
 
+    @names_damage
     def outline(self, path: str, reindex_on_drift: str | None = None) -> Envelope:
         """The definitions of one file as a tree (depth by containment), with lines."""
         rev, drift, env = self._begin("outline", reindex_on_drift)
@@ -633,6 +671,7 @@ class Index:
             env.notes.append(f"{rel} has syntax errors: the outline may be incomplete")
         return env
 
+    @names_damage
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> Envelope:
         """The file as it is on disk now (confined to the root), and whether it differs from the index."""
         if start_line is None and end_line is None:
@@ -668,6 +707,7 @@ class Index:
         })  # fmt: skip
         return env
 
+    @names_damage
     def status(self, reindex_on_drift: str | None = None) -> Envelope:
         """The current revision, its counts, and what drifted on disk since."""
         rev, drift, env = self._begin("status", reindex_on_drift)
@@ -679,6 +719,7 @@ class Index:
         })  # fmt: skip
         return env
 
+    @names_damage
     def drift(self, reindex_on_drift: str | None = None) -> Envelope:
         """The open drift-ledger entries of the current revision."""
         rev, _drift, env = self._begin("drift", reindex_on_drift)
@@ -687,6 +728,7 @@ class Index:
         env.results.extend(e.to_dict() for e in self.store().open_entries(rev.rev))
         return env
 
+    @names_damage
     def changes(
         self, from_rev: str, to_rev: str | None = None, reindex_on_drift: str | None = None
     ) -> Envelope:
@@ -704,12 +746,14 @@ class Index:
         env.results.append(changes_report(self.store(), a, b))
         return env
 
+    @names_damage
     def revisions(self) -> Envelope:
         """Every retained revision, oldest first."""
         env = self._envelope("revisions", self._current())
         env.results.extend(r.to_dict() for r in self.store().revisions())
         return env
 
+    @names_damage
     def doctor(self, pull: bool = False, check: bool = False) -> Envelope:
         """Health: the index opens, the embedder answers with the right dimension; --check verifies
         every invariant of the data; --pull fetches a missing Ollama model."""
@@ -791,6 +835,7 @@ class Index:
                     "run `ragraf index` to finish embedding",
                 )
 
+    @names_damage
     def gc(self) -> dict[str, object]:
         """Apply retention: keep the last keep_revisions revisions and what they reference."""
         with WriterLock(self.settings.home, timeout_s=self.settings.lock_timeout_s):

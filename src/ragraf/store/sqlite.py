@@ -76,6 +76,16 @@ def _corrupt(path: Path, detail: str) -> IndexCorruptError:
     )
 
 
+def damage(exc: BaseException, path: Path) -> IndexCorruptError | None:
+    """The error to give for a damaged index file (a page overwritten, a torn copy), which SQLite
+    finds only when a query reaches the page; None for any other failure."""
+    if isinstance(exc, sqlite3.DatabaseError) and getattr(exc, "sqlite_errorname", "").startswith(
+        ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+    ):
+        return _corrupt(path, str(exc))
+    return None
+
+
 class SqliteStore:
     """Store protocol over one SQLite file; `view` picks whose revisions and stat cache (a git work
     tree's, named `label` in its revisions), '' the base or the only view."""
@@ -814,10 +824,18 @@ class SqliteStore:
             dims = self.db.execute("SELECT DISTINCT dim FROM vectors WHERE model = ?", (model,)).fetchall()
             if len(dims) > 1:
                 problems.append(f"vectors of {model} with several dimensions: {sorted(d[0] for d in dims)}")
-        integrity = self.db.execute("PRAGMA quick_check").fetchone()[0]
-        if integrity != "ok":
-            problems.append(f"SQLite quick_check: {integrity}")
+        damaged = self.damaged()
+        if damaged:
+            problems.append(f"SQLite quick_check: {damaged}")
         return problems
+
+    def damaged(self) -> str | None:
+        """SQLite's first complaint about the file's pages (quick_check reads them all), or None."""
+        try:
+            verdict = self.db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        return None if verdict == "ok" else str(verdict)
 
     # retention -----------------------------------------------------------------------------
 
