@@ -74,6 +74,21 @@ def test_batch_mode_prints_one_envelope_per_line_in_order(sample: Path) -> None:
         "web/client.ts",
     ]
     assert all(len(e["results"]) <= 2 for e in envs)
+    # A JSON line without a string "query" is an error in its place, not a search for "None".
+    queries.write_text('retry\n{"query": null}\n{"q": "x"}\n{not json but a query\n')
+    out = run_cli("search", "--queries", str(queries), "--json", "--root", str(sample))
+    envs = [json.loads(line) for line in out.stdout.splitlines()]
+    assert out.returncode == 2 and [e.get("error", {}).get("code") for e in envs] == [
+        None,
+        "usage",
+        "usage",
+        None,
+    ]
+    assert "queries.txt line 2" in envs[1]["error"]["message"]
+    # A QUERY and a file, or neither: a usage error, with its envelope under --json.
+    for args in (["retry", "--queries", str(queries)], []):
+        out = run_cli("search", *args, "--json", "--root", str(sample))
+        assert out.returncode == 2 and json.loads(out.stdout)["error"]["code"] == "usage"
 
 
 def test_dry_run_reports_by_folder_and_changes_nothing(sample: Path) -> None:

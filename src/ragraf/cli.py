@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import sys
@@ -23,12 +22,28 @@ from ragraf.api.render import (
     render_search,
     render_status,
 )
-from ragraf.errors import RagrafError
+from ragraf.errors import RagrafError, UsageError
 from ragraf.index.progress import make_progress
 
 
 def _print_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def _check_encodable(*values: object) -> None:
+    """Arguments the shell passed as bytes that are not UTF-8 (a name, a path) cannot be looked up
+    in a UTF-8 index: a usage error naming them escaped, not an encoding traceback."""
+    for value in values:
+        text = str(value) if isinstance(value, str | Path) else None
+        if text is None:
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise UsageError(
+                f"'{shown}' is not valid UTF-8", suggest="pass names and paths as UTF-8"
+            ) from None
 
 
 def common(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -46,6 +61,7 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(root: Path, as_json: bool, **kwargs: Any) -> None:
         op = fn.__name__.removesuffix("_cmd")
         try:
+            _check_encodable(root, *kwargs.values())
             code = fn(root=root, as_json=as_json, **kwargs)
         except RagrafError as exc:
             if as_json:
@@ -136,14 +152,26 @@ def _print_dry_run(data: dict[str, Any]) -> None:
         click.echo(f"  {item['path']}: {item['reason']}")
 
 
-def _search_lines(queries_file: Path) -> list[str]:
-    queries = []
-    for line in queries_file.read_text(encoding="utf-8", errors="replace").splitlines():
+def _search_lines(queries_file: Path) -> list[str | RagrafError]:
+    """The queries of a batch file, blank lines skipped; a JSON object without a string "query"
+    is an error in its place (a line that only starts with "{" and is not JSON is a query)."""
+    queries: list[str | RagrafError] = []
+    lines = queries_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        if line.lstrip().startswith("{"):
-            with contextlib.suppress(ValueError, AttributeError):
-                line = str(json.loads(line).get("query", ""))
+        try:
+            obj = json.loads(line) if line.lstrip().startswith("{") else None
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            query = obj.get("query")
+            if not isinstance(query, str):
+                queries.append(
+                    UsageError(f'{queries_file.name} line {number}: "query" is not a string: {line[:80]}')
+                )
+                continue
+            line = query
         queries.append(line)
     return queries
 
@@ -191,18 +219,22 @@ def search_cmd(
     policy: str | None,
 ) -> int:
     """Search the index: the best chunks for QUERY with path:line."""
-    if query is None and queries is None:
-        raise click.UsageError("give a QUERY or --queries FILE")
+    if (query is None) == (queries is None):
+        raise UsageError("give a QUERY or --queries FILE (not both)")
     code = 0
     with Index.open(root) as idx:
         budget = budget or idx.settings.budget_bytes
         for q in [query] if query is not None else _search_lines(queries):  # type: ignore[arg-type]
             try:
+                if isinstance(q, RagrafError):
+                    raise q
                 env = idx.search(q, k=k, mode=mode, reindex_on_drift=policy)
             except RagrafError as exc:
                 if queries is None:
                     raise
-                env = error_envelope("search", exc)
+                _finish(error_envelope("search", exc), as_json, lambda e: render_search(e, budget))  # type: ignore[arg-type]
+                code = max(code, exc.exit_code)  # the line's own error, not the refusal's 3
+                continue
             code = max(code, _finish(env, as_json, lambda e: render_search(e, budget)))  # type: ignore[arg-type]
     return code
 
