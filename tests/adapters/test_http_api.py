@@ -53,6 +53,18 @@ def test_search_returns_results_with_path_and_lines(http_server: HttpServer) -> 
     assert [(r["path"], r["start_line"]) for r in env["results"]] == [("src/app/retry.py", 1)]
 
 
+def test_a_pasted_bug_report_is_a_query(http_server: HttpServer) -> None:
+    report = (
+        "Bug: retries never stop when the server answers 503.\n"
+        + "Traceback (most recent call last):\n"
+        + '  File "src/app/retry.py", line 2, in retry_with_backoff\n    time.sleep(delay)\n' * 40
+        + "RuntimeError: gave up after 5 attempts\n" * 20
+    )
+    assert len(report) > 4000
+    status, env = http_server.post("search", {"query": report, "top_k": 1})
+    assert status == 200 and env["results"][0]["path"] == "src/app/retry.py"
+
+
 def test_tools_without_arguments_accept_an_empty_body(http_server: HttpServer) -> None:
     status, _, raw = http_server.request("POST", "/v1/status")
     assert status == 200
@@ -81,6 +93,7 @@ def test_healthz_and_the_openapi_document_describe_every_route(http_server: Http
         ({}, "query"),
         ({"query": "x", "extra": 1}, "extra"),
         ([1, 2], "object"),
+        ({"query": "x" * 100_001}, "100001 characters, more than the 100000 allowed"),
     ],
 )
 def test_bad_arguments_are_400_with_the_error_envelope(

@@ -28,6 +28,7 @@ T = TypeVar("T")
 
 MAX_TOP_K = 10
 MAX_TEXT = 2000
+MAX_QUERY = 100_000  # a pasted bug report with its traceback is 2-5 KB; the HTTP body caps at 1 MiB
 MAX_PATH = 4096
 
 
@@ -159,7 +160,11 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         "snippet. Know the exact name? Use find_symbol (definition) or find_references (users). "
         "Results marked STALE come from files changed since the index revision: read them live.",
         {
-            "query": {**_STRING, "description": "What to look for, in words and/or identifiers."},
+            "query": {
+                **_STRING,
+                "maxLength": MAX_QUERY,
+                "description": "What to look for, in words and/or identifiers, or a whole bug report.",
+            },
             "top_k": {
                 "type": "integer",
                 "minimum": 1,
@@ -301,7 +306,10 @@ def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
     error = best_match(_VALIDATORS[name].iter_errors(args))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "arguments"
-        raise BadArgumentsError(f"{name}: {where}: {_short(error.message)}", suggest=_usage(spec))
+        what = _short(error.message)
+        if error.validator == "maxLength":  # the message would quote the whole text and be cut
+            what = f"{len(error.instance)} characters, more than the {error.validator_value} allowed"
+        raise BadArgumentsError(f"{name}: {where}: {what}", suggest=_usage(spec))
     for key, value in args.items():
         if isinstance(value, str) and not _is_unicode(value):
             raise BadArgumentsError(
