@@ -99,6 +99,21 @@ def test_dead_embedder_at_query_time_answers_degraded_with_the_warning_first(
     data = cli_json("search", "TCPConnector", "--root", str(sample), env=env)
     assert data["capability"]["degraded"] and not data["capability"]["semantic"]
     assert data["results"][0]["path"] == "src/app/server.py"
+    reason = data["capability"]["reasons"][0]
+    assert reason.count("RAGRAF_EMBEDDER=none") <= 1, reason  # the advice once, not twice
+    # Asked for vectors alone, it answers lexically as the warning says, not with nothing.
+    vector = cli_json("search", "TCPConnector", "--mode", "vector", "--root", str(sample), env=env)
+    assert vector["capability"]["degraded"] and vector["results"][0]["path"] == "src/app/server.py"
+
+
+def test_a_query_vector_of_the_wrong_size_is_degraded_not_dropped(sample: Path, fake: FakeServer) -> None:
+    env = {**_openai_env(fake), "RAGRAF_CACHE": "0"}
+    cli_json("index", "--root", str(sample), env=env)
+    fake.rule = lambda req: Reply(body={"data": [{"embedding": [0.5] * 4, "index": 0}]})
+    for mode in ("hybrid", "vector"):
+        data = cli_json("search", "TCPConnector", "--mode", mode, "--root", str(sample), env=env)
+        assert data["capability"]["degraded"] and "4-dimensional" in data["capability"]["reasons"][0]
+        assert data["results"][0]["path"] == "src/app/server.py"
 
 
 def test_embedder_failing_mid_index_keeps_the_lexical_revision(sample: Path, fake: FakeServer) -> None:

@@ -19,6 +19,7 @@ from ragraf.corpus import discover
 from ragraf.corpus.gitrepo import BaseRef, commits_between
 from ragraf.embed import Embedder, make_embedder
 from ragraf.errors import (
+    EmbedderError,
     IndexCorruptError,
     IndexMissingError,
     LockHeldError,
@@ -591,16 +592,23 @@ class Index:
                     "run `ragraf index`",
                 )
                 return None
-            vector = embedder.embed_query(query).astype("float32").tobytes()
-            dim = embedder.dim
+            query_vector = embedder.embed_query(query).astype("float32")
+            dim = _indexed_dim(rev) or embedder.dim
+            if query_vector.shape[-1] != dim:
+                raise EmbedderError(
+                    f"the embedder answered the query with a {query_vector.shape[-1]}-dimensional vector; "
+                    f"{rev.rev} holds {dim}-dimensional ones",
+                    suggest="check which model the embedding endpoint serves, or run `ragraf index --full`",
+                )
         except RagrafError as exc:
             cap.degraded = True
             cap.semantic = False
-            cap.reasons.insert(
-                0, f"{exc.message}; search ran lexical-only" + (f" ({exc.suggest})" if exc.suggest else "")
-            )
+            why = f"{exc.message}; search ran lexical-only"
+            if exc.suggest and exc.suggest not in exc.message:
+                why += f" ({exc.suggest})"
+            cap.reasons.insert(0, why)
             return None
-        store = self.store()
+        store, vector = self.store(), query_vector.tobytes()
         return lambda limit: store.vector_search(rev.rev_no, model, vector, dim, limit)
 
     @names_damage
@@ -851,6 +859,12 @@ def _fact(hit: FactHit, drift: DriftSet) -> dict[str, Any]:
         "line": hit.line, "end_line": hit.end_line, "container": hit.container, "stale": hit.path in drift.paths,
         "start_line": hit.start_line, "signature": hit.signature,
     }  # fmt: skip
+
+
+def _indexed_dim(rev: Revision) -> int:
+    """The dimension of a revision's vectors, from its index version (`model|dim=384|…`); 0 unknown."""
+    field = rev.index_version.split("|")[1:2]
+    return int(field[0].removeprefix("dim=")) if field and field[0].startswith("dim=") else 0
 
 
 def _remove_index_files(db: Path) -> None:

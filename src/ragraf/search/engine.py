@@ -164,6 +164,8 @@ def run_search(
     """Top-k ranked chunks for a query in one revision; vector_hits(limit) supplies the vector side."""
     limit = min(CANDIDATES, 4 * k) if k > 0 else 0
     notes: list[str] = []
+    if mode == "vector" and vector_hits is None:
+        mode = "lexical"  # no vectors to ask (the envelope says why): the lexical answer it announces
     lexical = lexical_candidates(store, rev_no, query, limit) if mode in ("hybrid", "lexical") else []
     vector = vector_hits(limit) if vector_hits is not None and mode in ("hybrid", "vector") else []
     # With one retriever there is nothing to fuse: its own normalised scores keep their spacing.
