@@ -205,6 +205,14 @@ def test_changes_reports_changed_signatures_and_bodies(sample: Path) -> None:
         assert out.returncode == 0 and marker in out.stdout
     as_json = run_cli("changes", "--from", "rev-0001", "--format", "json", "--root", str(sample))
     assert json.loads(as_json.stdout)["counts"]["symbols_changed"] >= 2
+    # -o writes the report, the envelope too under --json; a folder that is not there is a usage error.
+    report = sample.parent / "report.json"
+    out = run_cli("changes", "--from", "rev-0001", "--json", "-o", str(report), "--root", str(sample))
+    assert out.returncode == 0 and out.stdout == "" and json.loads(report.read_text())["op"] == "changes"
+    out = run_cli(
+        "changes", "--from", "rev-0001", "-o", str(sample.parent / "none" / "r.md"), "--root", str(sample)
+    )
+    assert out.returncode == 2 and "cannot write" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_changes_rejects_unknown_and_reversed_revisions(sample: Path) -> None:

@@ -320,14 +320,19 @@ def changes_cmd(
     """What changed in knowledge between two revisions: files, symbols, and the ledger behind them."""
     with Index.open(root) as idx:
         env = idx.changes(from_rev, to_rev, reindex_on_drift=policy)
-    if as_json or env.state == "refused":
+    if env.state == "refused" or (as_json and not output):
         return _finish(env, as_json, lambda e: render_facts(e))
-    text = render_changes(env.results[0], fmt)
-    if output:
-        output.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {output}")
-    else:
+    text = json.dumps(env.to_dict(), ensure_ascii=False) if as_json else render_changes(env.results[0], fmt)
+    if not output:
         click.echo(text)
+        return 0
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {output}: {exc.strerror}", suggest="give -o a path in a folder that exists"
+        ) from None
+    click.echo(f"wrote {output}", err=as_json)
     return 0
 
 
