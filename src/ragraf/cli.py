@@ -77,7 +77,22 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _Commands(click.Group):
-    """`migrate` loads the PostgreSQL driver: only when asked for, not on every command's start."""
+    """`migrate` loads the PostgreSQL driver: only when asked for, not on every command's start.
+    A usage error click finds (a bad option value, a missing argument) prints its envelope under
+    --json too, like every other error."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["ragraf.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            if "--json" in ctx.meta.get("ragraf.argv", ()):
+                op = exc.ctx.command.name if exc.ctx and exc.ctx.command is not ctx.command else "ragraf"
+                _print_json(error_envelope(op or "ragraf", UsageError(exc.format_message())).to_dict())
+            raise
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name == "migrate" and name not in self.commands:

@@ -876,5 +876,6 @@ def _remove_index_files(db: Path) -> None:
 def error_envelope(op: str, exc: RagrafError) -> Envelope:
     """An envelope that carries an error (refusals exit 3, other errors 1)."""
     env = Envelope(op=op, state="refused")
+    env.capability.lexical = False  # nothing was answered from the index
     env.error = exc.as_dict()
     return env
