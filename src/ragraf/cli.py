@@ -236,6 +236,8 @@ def search_cmd(
     """Search the index: the best chunks for QUERY with path:line."""
     if (query is None) == (queries is None):
         raise UsageError("give a QUERY or --queries FILE (not both)")
+    if budget is not None and budget < 1:
+        raise UsageError(f"--budget {budget}: give a positive number of bytes (default {16 * 1024})")
     code = 0
     with Index.open(root) as idx:
         budget = budget or idx.settings.budget_bytes

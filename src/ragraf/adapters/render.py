@@ -53,7 +53,9 @@ def _result(r: Any) -> str:
 def render_envelope(env: Envelope, budget_bytes: int) -> str:
     """The text an agent reads for any envelope; search keeps its own renderer."""
     if env.op == "search":
-        return render_search(env, budget_bytes)
+        return render_search(
+            env, budget_bytes, more="the structured content holds them all, or ask a smaller top_k"
+        )
     data = env.to_dict()
     head = "\n".join(_header(data))
     results = data.get("results") or []

@@ -34,30 +34,51 @@ def _result_block(r: SearchResult, max_lines: int | None) -> str:
     return f"{r.path}:{r.start_line}-{r.end_line}{sym}{tag}\n" + "\n".join(lines)
 
 
-def render_search(env: Envelope, budget_bytes: int = 16 * 1024) -> str:
-    """The text an agent reads; fits budget_bytes by trimming snippets, then eliding results."""
+def _fitted(r: SearchResult, room: int) -> tuple[str, int]:
+    """A result's block within `room` bytes if it can be: its snippet halved down to a few lines,
+    then to none (the path:start-end line alone); and how many snippet lines it keeps."""
+    max_lines = len(r.snippet.split("\n"))
+    block = _result_block(r, None)
+    while len(block.encode()) + 2 > room and max_lines > _MIN_SNIPPET_LINES:
+        max_lines = max(_MIN_SNIPPET_LINES, max_lines // 2)
+        block = _result_block(r, max_lines)
+    if len(block.encode()) + 2 > room:
+        max_lines = 0
+        block = _result_block(r, 0)
+    return block, max_lines
+
+
+def render_search(env: Envelope, budget_bytes: int = 16 * 1024, more: str = "use --json or -k") -> str:
+    """The text an agent reads; fits budget_bytes by trimming snippets, then eliding results (the
+    header with its warnings is never cut). `more` says how to get what was elided."""
     head = "\n".join(_header(env))
     if not env.results:
         return head + "\nno results"
-    blocks: list[str] = []
-    used = len(head.encode()) + 1
     results = env.results
+    used = len(head.encode())  # each block adds itself and the blank line before it
+    blocks: list[str] = []
+    kept: list[int] = []  # snippet bytes each block shows
     for i, r in enumerate(results):
         remaining = budget_bytes - used
-        per_result = remaining // max(1, len(results) - i)
-        block = _result_block(r, None)
-        max_lines = len(r.snippet.split("\n"))
-        while len(block.encode()) + 2 > per_result and max_lines > _MIN_SNIPPET_LINES:
-            max_lines = max(_MIN_SNIPPET_LINES, max_lines // 2)
-            block = _result_block(r, max_lines)
+        block, max_lines = _fitted(r, remaining // (len(results) - i))
         if len(block.encode()) + 2 > remaining:
-            elided = len(results) - i
-            env.truncated["results"] += elided
-            blocks.append(f"… {elided} more results elided (byte budget {budget_bytes}); use --json or -k")
             break
         blocks.append(block)
+        kept.append(len("\n".join(r.snippet.split("\n")[:max_lines]).encode()))
         used += len(block.encode()) + 2
-    env.truncated["bytes"] = max(0, sum(len(r.snippet.encode()) for r in results) - used)
+
+    def elision(count: int) -> str:
+        return f"… {count} more results elided (byte budget {budget_bytes}); {more}"
+
+    elided = len(results) - len(blocks)
+    while elided and blocks and used + len(elision(elided).encode()) + 2 > budget_bytes:
+        used -= len(blocks.pop().encode()) + 2  # make room for the line that says what is left out
+        kept.pop()
+        elided += 1
+    if elided:
+        env.truncated["results"] += elided
+        blocks.append(elision(elided))
+    env.truncated["bytes"] = sum(len(r.snippet.encode()) for r in results) - sum(kept)
     return head + "\n\n" + "\n\n".join(blocks)
 
 

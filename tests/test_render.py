@@ -1,0 +1,65 @@
+"""The text agents read from a search: warnings first and never cut, then results within a byte budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragraf.api.envelope import Envelope, SearchResult
+from ragraf.api.render import render_search
+
+
+def envelope(snippet_lines: int = 40, width: int = 60, count: int = 10) -> Envelope:
+    results = [
+        SearchResult(
+            path=f"src/pkg/module_{i}.py",
+            start_line=10 * i + 1,
+            end_line=10 * i + snippet_lines,
+            score=1.0 - i / 100,
+            kind="code",
+            language="python",
+            symbol=f"handler_{i}",
+            stale=False,
+            snippet="\n".join(f"    line {n} " + "x" * width for n in range(snippet_lines)),
+        )
+        for i in range(count)
+    ]
+    env = Envelope(op="search", index_rev="rev-0001", results=results)
+    env.capability.degraded = True
+    env.capability.reasons.append("the embedder is down; search ran lexical-only")
+    return env
+
+
+@pytest.mark.parametrize("budget", [300, 600, 1000, 1500, 2000, 4000, 8000, 16_384])
+def test_the_text_fits_the_budget_and_the_warning_comes_first(budget: int) -> None:
+    env = envelope()
+    text = render_search(env, budget)
+    assert len(text.encode()) <= budget, len(text.encode())
+    assert text.startswith("WARNING: degraded: the embedder is down")
+    shown = sum(f"src/pkg/module_{i}.py:" in text for i in range(10))
+    assert shown >= 1  # a path:start-end line fits in every one of these budgets
+    if shown < 10:
+        assert f"… {10 - shown} more results elided (byte budget {budget}); use --json or -k" in text
+    assert env.truncated["results"] == 10 - shown
+
+
+def test_snippets_shrink_before_results_are_elided() -> None:
+    env = envelope()
+    full = render_search(envelope(), 10**6)
+    text = render_search(env, 2000)
+    assert len(full.encode()) > 20_000
+    assert all(f"src/pkg/module_{i}.py:{10 * i + 1}-{10 * i + 40}" in text for i in range(10))
+    assert "more lines)" in text and env.truncated["results"] == 0 and env.truncated["bytes"] > 0
+
+
+def test_a_budget_smaller_than_the_warnings_keeps_them_whole() -> None:
+    env = envelope()
+    text = render_search(env, 10)
+    assert text.startswith("WARNING: degraded: the embedder is down; search ran lexical-only")
+    assert "… 10 more results elided" in text and env.truncated["results"] == 10
+
+
+def test_nothing_is_cut_within_the_budget() -> None:
+    env = envelope(snippet_lines=3, count=2)
+    text = render_search(env, 16_384, more="ask a smaller top_k")
+    assert "elided" not in text and "more lines" not in text
+    assert env.truncated == {"results": 0, "bytes": 0}
