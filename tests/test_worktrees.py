@@ -133,6 +133,20 @@ def test_one_file_change_in_a_worktree_refreshes_its_view_only(repo: Path) -> No
     assert main.index_rev == "rev-0001+wt-repo.1" and paths(main) == ["src/app/server.py"]
 
 
+def test_changes_in_a_worktree_list_the_ledger_entries_its_revisions_closed(repo: Path) -> None:
+    Index.open(repo).index()
+    feature = worktree(repo, "ledger", "-b", "ledger")
+    Index.open(feature).index()
+    first = Index.open(feature).status().index_rev
+    (feature / "src/app/server.py").write_text("class UnixConnector:\n    pass\n")
+    opened = Index.open(feature, lazy_refresh_max_files=0).drift()  # seen, not yet indexed
+    assert [e["path"] for e in opened.results] == ["src/app/server.py"]
+    Index.open(feature).index()
+    report = Index.open(feature).changes(first).results[0]
+    assert [e["path"] for e in report["ledger"]] == ["src/app/server.py"]
+    assert report["counts"]["ledger_entries"] == 1
+
+
 def test_revert_drops_the_overlay_rows_and_the_base_shows_through(repo: Path) -> None:
     Index.open(repo).index()
     feature = worktree(repo, "rev", "-b", "rev")

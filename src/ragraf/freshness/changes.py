@@ -54,7 +54,10 @@ def changes_report(store: Store, a: Revision, b: Revision) -> dict[str, object]:
                     entry["was"] = {"line": before[i].line, "rev": a.rev, "signature": before[i].signature}
                     entry["signature_changed"] = before[i].signature != after[i].signature
                     sym_changed.append(entry)
-    closers = [f"rev-{n:04d}" for n in range(a.rev_no + 1, b.rev_no + 1)]
+    # The revisions after a up to b that could have closed entries: this view's by name (a work
+    # tree's are `rev-0003+wt-name.2`), and the plain names of numbers no longer retained.
+    closers = [r.rev for r in store.revisions() if a.rev_no < r.rev_no <= b.rev_no]
+    closers += [f"rev-{n:04d}" for n in range(a.rev_no + 1, b.rev_no + 1)]
     entries = [e.to_dict() for e in store.archived_entries(closers)]
     files = {
         "added": [{"path": p, "sha256": mb[p].sha256} for p in added],
