@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support import cli_json, run_cli, write
 
 from ragraf import Index
+from ragraf.errors import UsageError
 
 GO = 'package net\n\nfunc ResolveHost(name string) string {\n\treturn name\n}\n\nfunc Dial() {\n\tResolveHost("x")\n}\n'
 TS = "import { resolveHost } from './dns';\n\nexport class Agent {\n  connect() {\n    return resolveHost('a');\n  }\n}\n"
@@ -64,7 +66,20 @@ def test_outline_is_a_tree_and_unknown_languages_fall_back_to_chunks(sample: Pat
     assert other["capability"]["facts"] is False and other["results"][0]["kind"] == "chunk"
     assert any("no fact rules" in n for n in other["notes"])
     missing = run_cli("outline", "nope.py", "--root", str(sample))
-    assert missing.returncode == 2 and "not in rev-0001" in missing.stderr
+    assert missing.returncode == 2 and "not in rev-0001 and not on disk" in missing.stderr
+    # A path with no outline says why, in the words that say what to do.
+    write(sample, {"blob.py": b"x\x00y", "package-lock.json": "{}", "new.py": "def n():\n    pass\n"})
+    for path, why in (
+        ("src", "src is a folder"),
+        (".", ". is a folder"),
+        ("package-lock.json", "left out of the index by a path rule (lock file)"),
+        ("new.py", "new.py is not in rev-0001: it is new since"),
+    ):
+        out = run_cli("outline", path, "--root", str(sample))
+        assert out.returncode == 2 and why in out.stderr, (path, out.stderr)
+    cli_json("index", "--root", str(sample))
+    binary = run_cli("outline", "blob.py", "--root", str(sample))
+    assert binary.returncode == 2 and "blob.py is left out of the index: binary" in binary.stderr
 
 
 def test_odd_names_and_broken_files_never_crash(sample: Path) -> None:
@@ -81,6 +96,12 @@ def test_odd_names_and_broken_files_never_crash(sample: Path) -> None:
         assert idx.find_symbol(name).results == []
         assert idx.find_references(name).results == []
     assert idx.find_symbol("ok").results[0]["path"] == "broken.py"
+    for empty in ("", "  "):
+        for lookup in (idx.find_symbol, idx.find_references):
+            with pytest.raises(UsageError):
+                lookup(empty)
+    qualified = idx.find_references("Nowhere.ok")
+    assert any("matched by their last part, 'ok'" in n for n in qualified.notes)
     many = idx.find_symbol("f2999").results
     assert many[0]["line"] == 5999
     assert len(idx.outline("many.py").results) == 3000

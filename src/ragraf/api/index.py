@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -15,8 +16,9 @@ from typing import Any, TypeVar
 
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
-from ragraf.corpus import discover
+from ragraf.corpus import Unindexable, discover, extract
 from ragraf.corpus.gitrepo import BaseRef, commits_between
+from ragraf.corpus.rules import excluded_reason
 from ragraf.embed import Embedder, make_embedder
 from ragraf.errors import (
     EmbedderError,
@@ -614,6 +616,7 @@ class Index:
     @names_damage
     def find_symbol(self, name: str, reindex_on_drift: str | None = None) -> Envelope:
         """Where NAME is defined: exact, then case-insensitive, then qualified (Class.method, pkg.Func)."""
+        _require_name(name)
         rev, drift, env = self._begin("def", reindex_on_drift)
         if env.state == "refused":
             return env
@@ -631,10 +634,17 @@ class Index:
         self, name: str, calls: bool = False, reindex_on_drift: str | None = None
     ) -> Envelope:
         """Who references (or with calls=True, calls) NAME, grouped by enclosing definition."""
+        _require_name(name)
         rev, drift, env = self._begin("refs", reindex_on_drift)
         if env.state == "refused":
             return env
         hits = find_references(self.store(), rev.rev_no, name, calls)
+        bare = re.split(r"::|[.#]", name.strip())[-1]
+        if bare != name.strip():
+            # A use records the name used, not what it was called on: the qualifier cannot narrow.
+            env.notes.append(
+                f"uses are matched by their last part, {bare!r}: uses of any {bare!r} are listed"
+            )
         if not hits:
             env.notes.append(f"no {'calls' if calls else 'references'} of {name!r} in {rev.rev}")
         env.results.extend(_fact(h, drift) for h in hits[:MAX_FACTS])
@@ -647,11 +657,11 @@ class Index:
         rev, drift, env = self._begin("outline", reindex_on_drift)
         if env.state == "refused":
             return env
-        rel, _ = confine(self.settings.root, path)
+        rel, real = confine(self.settings.root, path)
         store = self.store()
         status = store.facts_status(rev.rev_no, rel)
         if status is None:
-            raise UsageError(f"{rel} is not in {rev.rev}", suggest="check the path, or run `ragraf index`")
+            raise _not_outlined(rel or ".", real, rev.rev, self.settings.max_line_chars)
         hits = sorted(
             store.find_facts(rev.rev_no, "def", path=rel, limit=100_000),
             key=lambda h: (h.start_line, -h.end_line),
@@ -859,6 +869,36 @@ def _fact(hit: FactHit, drift: DriftSet) -> dict[str, Any]:
         "line": hit.line, "end_line": hit.end_line, "container": hit.container, "stale": hit.path in drift.paths,
         "start_line": hit.start_line, "signature": hit.signature,
     }  # fmt: skip
+
+
+def _require_name(name: str) -> None:
+    if not name.strip():
+        raise UsageError("the name is empty", suggest="give a symbol name, e.g. TCPConnector or Client.send")
+
+
+def _not_outlined(rel: str, real: Path, rev: str, max_line_chars: int) -> UsageError:
+    """Why a path has no outline in the revision, in the words that say what to do."""
+    if real.is_dir():
+        return UsageError(
+            f"{rel} is a folder", suggest="give a file, e.g. `ragraf outline src/app/server.py`"
+        )
+    if not real.is_file():
+        return UsageError(f"{rel} is not in {rev} and not on disk", suggest="check the path")
+    rule = excluded_reason(rel)
+    if rule:
+        return UsageError(
+            f"{rel} is left out of the index by a path rule ({rule})", suggest="read it yourself"
+        )
+    try:
+        extract(real, rel, max_line_chars)
+    except Unindexable as exc:
+        return UsageError(f"{rel} is left out of the index: {exc}", suggest="read it yourself if you need it")
+    except OSError as exc:
+        return UsageError(f"{rel} cannot be read: {exc.strerror}", suggest="check its permissions")
+    return UsageError(
+        f"{rel} is not in {rev}: it is new since (or left out by an ignore file)",
+        suggest="run `ragraf index`, or `ragraf read` it as it is now",
+    )
 
 
 def _indexed_dim(rev: Revision) -> int:
