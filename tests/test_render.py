@@ -63,3 +63,14 @@ def test_nothing_is_cut_within_the_budget() -> None:
     text = render_search(env, 16_384, more="ask a smaller top_k")
     assert "elided" not in text and "more lines" not in text
     assert env.truncated == {"results": 0, "bytes": 0}
+
+
+def test_a_refusal_reads_as_every_other_error() -> None:
+    env = Envelope(op="search", index_rev="rev-0002", state="refused")
+    env.error = {
+        "code": "drifted",
+        "message": "3 files changed since rev-0002",
+        "suggest": "run `ragraf index`",
+    }
+    lines = render_search(env).split("\n")
+    assert lines[:2] == ["ERROR [drifted]: 3 files changed since rev-0002", "→ run `ragraf index`"]

@@ -10,11 +10,10 @@ _MIN_SNIPPET_LINES = 3
 def _header(env: Envelope) -> list[str]:
     lines = []
     cap = env.capability
-    if env.error:
-        lines.append(
-            f"ERROR: {env.error['message']}"
-            + (f" ({env.error['suggest']})" if env.error.get("suggest") else "")
-        )
+    if env.error:  # as every other answer words it: ERROR [code]: message, then → what to do
+        lines.append(f"ERROR [{env.error['code']}]: {env.error['message']}")
+        if env.error.get("suggest"):
+            lines.append(f"→ {env.error['suggest']}")
     if cap.degraded:
         lines.append("WARNING: degraded: " + "; ".join(cap.reasons))
     for w in env.stale_warnings:
