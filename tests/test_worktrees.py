@@ -221,6 +221,10 @@ def test_refresh_bound_at_and_past_its_edge(repo: Path, monkeypatch: pytest.Monk
     env = Index.open(past).find_symbol("Edited").to_dict()
     assert env["worktree"]["refresh"] == "declined" and env["index_rev"] == "rev-0001+wt-past.1"
     assert env["state"] == "drifted" and env["drift"]["files"] == 4
+    # Refused, it does not say it answers.
+    refused = Index.open(past).find_symbol("Edited", reindex_on_drift="fail").to_dict()
+    assert refused["state"] == "refused" and refused["error"]["code"] == "drifted"
+    assert not [n for n in refused["notes"] if "answering" in n], refused["notes"]
 
 
 def test_base_staleness_warns_past_the_threshold_and_is_silent_when_fresh(

@@ -363,6 +363,7 @@ class Index:
     ) -> tuple[Revision, DriftSet, Envelope]:
         if guarded.drift and policy == "fail":
             env.state = "refused"
+            env.notes = [n for n in env.notes if "answering" not in n]  # no answer follows a refusal
             env.error = {
                 "code": "drifted",
                 "message": f"{len(guarded.drift.paths)} files changed on disk since {rev.rev} and the policy is fail",
