@@ -184,3 +184,13 @@ def test_the_unversioned_module_ranks_before_its_copy_in_a_version_folder(tmp_pa
     assert off[0].startswith("pkg/v1/"), off
     named = [r.path for r in idx.search("how are model fields declared in v1", k=5, rules=only).results]
     assert named[0].startswith("pkg/v1/"), named
+
+
+def test_a_result_is_named_for_the_definition_asked_for_not_its_chunks_first(tmp_path: Path) -> None:
+    many = "".join(f"def handler_{i}(request):\n    return {i}\n\n\n" for i in range(200))
+    (tmp_path / "handlers.py").write_text(many)
+    idx = Index.open(tmp_path, embedder="none")
+    idx.index()
+    top = idx.search("handler_57", k=1).results[0]
+    assert top.start_line <= 4 * 57 + 1 <= top.end_line and top.start_line < 4 * 57 + 1
+    assert top.symbol == "handler_57"
