@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +20,7 @@ from support import SAMPLE, cli_json, run_cli, write
 from ragraf import Index
 from ragraf.corpus.discover import FileStat
 from ragraf.errors import IndexCorruptError, IndexMissingError, LockHeldError
+from ragraf.index import indexer
 from ragraf.index.indexer import UNCHANGED_UNINDEXABLE, skipped_files
 from ragraf.index.lock import WriterLock
 
@@ -429,3 +431,86 @@ def test_a_threaded_caller_parses_small_batches_under_the_timeout_too(tmp_path: 
     finally:
         stop.set()
         server_thread.join()
+
+
+def _written_after_hashing(monkeypatch: pytest.MonkeyPatch, root: Path, files: dict[str, str]) -> None:
+    """Write files between the run's hashing and its chunking, as an editor saving mid-run does."""
+    original = indexer.hash_files
+
+    def hash_then_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = original(*args, **kwargs)
+        write(root, files)
+        return out
+
+    monkeypatch.setattr(indexer, "hash_files", hash_then_write)
+
+
+def test_a_file_written_while_the_run_reads_it_keeps_its_last_entry(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = Index.open(sample, embedder="none")
+    idx.index()
+    write(
+        sample,
+        {
+            "src/app/retry.py": "def retry_twice():\n    pass\n",
+            "src/app/fresh.py": "def fresh():\n    pass\n",
+        },
+    )
+    _written_after_hashing(
+        monkeypatch,
+        sample,
+        {
+            "src/app/retry.py": "def retry_thrice():\n    pass\n",
+            "src/app/fresh.py": "def fresher():\n    pass\n",
+        },
+    )
+    report = idx.index()
+    assert sorted(report.warnings) == [
+        "src/app/fresh.py: changed while being indexed; left out; run `ragraf index` again",
+        "src/app/retry.py: changed while being indexed; kept as it was in the previous revision; "
+        "run `ragraf index` again",
+    ]
+    assert report.files == {"added": 0, "modified": 0, "deleted": 0, "unchanged": 5}
+    assert [r["path"] for r in idx.find_symbol("retry_with_backoff").results] == ["src/app/retry.py"]
+    drifted = idx.status()
+    assert {w.path for w in drifted.stale_warnings} == {"src/app/retry.py", "src/app/fresh.py"}
+    monkeypatch.undo()
+    again = idx.index()
+    assert again.files["added"] == 1 and again.files["modified"] == 1 and not again.warnings
+    assert [r["path"] for r in idx.find_symbol("retry_thrice").results] == ["src/app/retry.py"]
+    assert [r["path"] for r in idx.find_symbol("fresher").results] == ["src/app/fresh.py"]
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and not shutil.which("setpriv"),
+    reason="as root, only setpriv can take away the right to read",
+)
+def test_an_unreadable_file_is_named_and_read_once_it_is_readable(sample: Path) -> None:
+    # Root reads anything: run the CLI without the capabilities that let it.
+    drop = (
+        [
+            "setpriv",
+            "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search",
+        ]
+        if os.geteuid() == 0
+        else []
+    )
+    locked = sample / "src/app/locked.py"
+    locked.write_text("def behind_a_lock():\n    pass\n")
+    locked.chmod(0)
+    env = {**os.environ, "RAGRAF_EMBEDDER": "none"}
+    out = subprocess.run(
+        [*drop, sys.executable, "-m", "ragraf.cli", "index", "--json", "--root", str(sample)],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    assert {"path": "src/app/locked.py", "reason": "permission denied"} in json.loads(out.stdout)[
+        "skipped_files"
+    ]
+    locked.chmod(0o644)
+    status = cli_json("status", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
+    assert status["state"] == "drifted"  # its ctime moved: the guard sees it
+    cli_json("index", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
+    found = cli_json("def", "behind_a_lock", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
+    assert [r["path"] for r in found["results"]] == ["src/app/locked.py"]

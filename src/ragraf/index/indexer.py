@@ -39,6 +39,7 @@ _BATCH_FILES = 200
 CHANGE_MAX_FILES = 2000
 SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexable
 UNCHANGED_UNINDEXABLE = "unindexable (unchanged since last checked)"
+UNREADABLE = "permission denied"
 SKIPPED_LISTED = 50  # files a report names among those skipped for what they are, not where
 
 
@@ -185,8 +186,11 @@ def hash_files(
                 ex = extract(root / st.path, st.path, settings.max_line_chars)
             except Unindexable as why:
                 skipped.append((st, str(why)))
+            except PermissionError:
+                # Named, and its stat remembered: once it is made readable, its ctime tells the guard.
+                skipped.append((st, UNREADABLE))
             except OSError:
-                pass  # vanished or unreadable between listing and reading: not part of this revision
+                pass  # vanished between listing and reading: not part of this revision
             else:
                 hashed.append(HashedFile(st, ex.sha256, True))
         progress.advance()
@@ -203,7 +207,8 @@ def store_contents(
 ) -> tuple[dict[ContentKey, int], int]:
     """The content ids of these files, chunking and storing what the index does not hold yet;
     also how many chunks were new. Content already stored (another path, an older revision, a
-    killed run) is reused as is. A file the parser gave up on adds to `warnings`."""
+    killed run) is reused as is. A file the parser gave up on adds to `warnings`; one that changed
+    (or vanished) since it was hashed has no content id: see `unsettled`."""
     ids = store.content_ids(list(need))
     missing = [key for key in need if key not in ids]
     new_chunks = 0
@@ -227,6 +232,27 @@ def store_contents(
     ids.update(store.add_contents(batch))
     progress.done()
     return ids, new_chunks
+
+
+def unsettled(
+    keyed: list[tuple[ContentKey, HashedFile]], ids: dict[ContentKey, int], old: dict[str, ManifestEntry]
+) -> tuple[list[ManifestEntry], list[str], set[str]]:
+    """The files written to while this run read them (an editor saving, a build): each keeps its
+    entry of the previous revision, or stays out if it is new; the warnings that name them; and
+    their paths, whose stat is recorded so that it never matches: the guard flags them and the
+    next run reads them."""
+    kept, warnings, paths = [], [], set()
+    for key, hf in keyed:
+        if key in ids:
+            continue
+        path = hf.stat.path
+        paths.add(path)
+        prior = old.get(path)
+        if prior is not None:
+            kept.append(prior)
+        how = "kept as it was in the previous revision" if prior is not None else "left out"
+        warnings.append(f"{path}: changed while being indexed; {how}; run `ragraf index` again")
+    return kept, warnings, paths
 
 
 def index_moved(
@@ -256,9 +282,11 @@ def index_moved(
     keyed = [((hf.sha256, language_of(hf.stat.path), chunker), hf) for hf in hashed]
     warnings: list[str] = []
     ids, new_chunks = store_contents(store, settings, dict(keyed), progress, warnings)
+    kept, busy, in_flight = unsettled(keyed, ids, old)
+    warnings += busy
     now_entries = [
         ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size) for key, hf in keyed if key in ids
-    ]
+    ] + kept
     changed = [e for e in now_entries if (o := old.get(e.path)) is None or o.sha256 != e.sha256]
     present = {e.path for e in now_entries}
     removed = sorted(p for p in old if p not in present)
@@ -280,7 +308,7 @@ def index_moved(
         )  # fmt: skip
     store.gc(settings.keep_revisions)
     now = time.time_ns()
-    fresh = {hf.stat.path: StatEntry(*_stat_key(hf.stat), hf.sha256, now) for hf in hashed}
+    fresh = {hf.stat.path: _stat_entry(hf, now, in_flight) for hf in hashed}
     fresh.update((st.path, StatEntry(*_stat_key(st), SKIPPED, now)) for st, _why in unindexable)
     store.update_stat_cache(fresh, [])
     store.set_guard_snapshot(snapshot.patch(blob, fresh, RACY_NS))
@@ -300,6 +328,13 @@ def index_moved(
 
 def _stat_key(st: FileStat) -> tuple[int, int, int, int]:
     return st.size, st.mtime_ns, st.ctime_ns, st.inode
+
+
+def _stat_entry(hf: HashedFile, now: int, in_flight: set[str]) -> StatEntry:
+    """What the stat cache remembers of a file read this run; one written to meanwhile gets a
+    size no file has, so the guard flags it and the next run reads it again."""
+    size, mtime, ctime, inode = _stat_key(hf.stat)
+    return StatEntry(-1 if hf.stat.path in in_flight else size, mtime, ctime, inode, hf.sha256, now)
 
 
 def index_events(
@@ -406,10 +441,16 @@ def run_index(
     ids, new_chunks = store_contents(store, settings, need, progress, warnings)
 
     # Only the files above: an unchanged file whose content a new file shares is in the manifest already.
-    for hf in fresh:
-        key = (hf.sha256, language_of(hf.stat.path), chunker)
-        if key in ids:
-            manifest.append(ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size))
+    keyed = [((hf.sha256, language_of(hf.stat.path), chunker), hf) for hf in fresh]
+    manifest += [
+        ManifestEntry(hf.stat.path, hf.sha256, ids[key], hf.stat.size) for key, hf in keyed if key in ids
+    ]
+    kept, busy, in_flight = unsettled(keyed, ids, old_manifest)
+    manifest += kept
+    warnings += busy
+    for path in in_flight:  # count what the revision holds: the old content, or nothing
+        counts["modified" if path in old_manifest else "added"] -= 1
+        counts["unchanged"] += path in old_manifest
     manifest.sort(key=lambda e: e.path)
     chash = corpus_hash({e.path: e.sha256 for e in manifest})
 
@@ -425,9 +466,7 @@ def run_index(
     # Every run applies retention: what a killed run stored and no revision names goes here.
     store.gc(settings.keep_revisions)
     now = time.time_ns()
-    fresh_stats = {
-        hf.stat.path: StatEntry(*_stat_key(hf.stat), hf.sha256, now) for hf in hashed if hf.read or full
-    }
+    fresh_stats = {hf.stat.path: _stat_entry(hf, now, in_flight) for hf in hashed if hf.read or full}
     if seed:  # what git vouched for is recorded as checked when git looked, not as read now
         fresh_stats.update(
             (hf.stat.path, seed[hf.stat.path]) for hf in hashed if not hf.read and hf.stat.path in seed
