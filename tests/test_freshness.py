@@ -163,6 +163,24 @@ def test_live_read_numbers_lines_and_compares_with_the_index(sample: Path) -> No
         idx.read(SERVER, 500, 600)
 
 
+def test_live_read_counts_lines_as_an_editor_and_reads_what_the_index_leaves_out(sample: Path) -> None:
+    write(sample, {"two.py": "def hello():\n    return 1\n", "node_modules/x/i.js": "let y = 1;\n"})
+    (sample / "big.log").write_text("".join(f"line {i}\n" for i in range(600_000)))  # over the read limit
+    idx = indexed(sample)
+    two = idx.read("two.py").results[0]
+    assert (two["total_lines"], two["content"]) == (2, "def hello():\n    return 1")
+    with pytest.raises(UsageError):
+        idx.read("two.py", 3, 3)
+    # Files no index run takes in read as they are, without a claim of drift or advice to reindex.
+    for spec, why in (("node_modules/x/i.js", "path rule"), ("big.log:3-4", "larger than")):
+        env = idx.read(spec)
+        assert env.state == "fresh" and not env.stale_warnings and any(why in n for n in env.notes), env
+    big = idx.read("big.log:3-4").results[0]
+    assert (big["content"], big["total_lines"]) == ("line 2\nline 3", 600_000)
+    text = run_cli("read", "node_modules/x/i.js", "--root", str(sample)).stdout
+    assert "(not in the index)" in text
+
+
 def test_archive_of_a_closed_revision_reconstructs_its_drift_T4(sample: Path) -> None:
     """T4: every change between R and R+1 is in the archive closed by R+1, with the guard's sightings."""
     idx = indexed(sample)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
 from ragraf.corpus import Unindexable, discover, extract
+from ragraf.corpus.discover import read_ignore_file
 from ragraf.corpus.gitrepo import BaseRef, commits_between
 from ragraf.corpus.rules import excluded_reason
 from ragraf.embed import Embedder, make_embedder
@@ -662,7 +664,7 @@ class Index:
         store = self.store()
         status = store.facts_status(rev.rev_no, rel)
         if status is None:
-            raise _not_outlined(rel or ".", real, rev.rev, self.settings.max_line_chars)
+            raise _not_outlined(self.settings, rel or ".", real, rev.rev)
         hits = sorted(
             store.find_facts(rev.rev_no, "def", path=rel, limit=100_000),
             key=lambda h: (h.start_line, -h.end_line),
@@ -697,9 +699,9 @@ class Index:
             path, start_line, end_line = parse_spec(path)
         rev = self._current()
         env = self._envelope("read", rev)
-        live = read_live(self.settings.root, path)
-        indexed = self.store().manifest(rev.rev_no).get(live.path)
-        total = len(live.lines)
+        live = read_live(self.settings.root, path, end_line)
+        indexed = self.store().manifest_entry(rev.rev_no, live.path)
+        total = live.total_lines
         start = max(1, start_line or 1)
         end = min(total, end_line or total)
         if start > end:
@@ -707,6 +709,9 @@ class Index:
                 f"line range {start_line}-{end_line} is outside {live.path} (1-{total})",
                 suggest=f"ask for lines within 1-{total}",
             )
+        why = left_out(self.settings, live.path, self.settings.root / live.path) if indexed is None else None
+        if why:
+            env.notes.append(f"{live.path} is {why}")
         differs = indexed is None or indexed.sha256 != live.sha256
         if indexed is not None and differs:
             event = DriftEvent(
@@ -714,7 +719,7 @@ class Index:
             )
             with contextlib.suppress(sqlite3.OperationalError, StoreError):
                 self.store().register_drift([event])
-        if differs:
+        if differs and not why:
             env.state = "drifted"
             reason = f"not in {rev.rev}" if indexed is None else f"modified after {rev.rev}"
             env.stale_warnings.append(StaleWarning(live.path, reason, "reindex"))
@@ -877,7 +882,31 @@ def _require_name(name: str) -> None:
         raise UsageError("the name is empty", suggest="give a symbol name, e.g. TCPConnector or Client.send")
 
 
-def _not_outlined(rel: str, real: Path, rev: str, max_line_chars: int) -> UsageError:
+def left_out(settings: Settings, rel: str, real: Path) -> str | None:
+    """Why an existing file is not in any revision, or None when the next index would take it in
+    (it is new since): a path rule, its size or content, an ignore file."""
+    rule = excluded_reason(rel)
+    if rule:
+        return f"left out of the index by a path rule ({rule})"
+    try:
+        size = real.stat().st_size
+        if size > settings.max_file_bytes:
+            return f"left out of the index: larger than {settings.max_file_bytes} bytes"
+        extract(real, rel, settings.max_line_chars)
+    except Unindexable as exc:
+        return f"left out of the index: {exc}"
+    except OSError as exc:
+        return f"not readable ({exc.strerror})"
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "--", rel], cwd=settings.root, capture_output=True, check=False
+    )
+    spec = read_ignore_file(settings.root / ".ragrafignore")
+    if ignored.returncode == 0 or (spec is not None and spec.match_file(rel)):
+        return "left out of the index by an ignore file"
+    return None
+
+
+def _not_outlined(settings: Settings, rel: str, real: Path, rev: str) -> UsageError:
     """Why a path has no outline in the revision, in the words that say what to do."""
     if real.is_dir():
         return UsageError(
@@ -885,19 +914,11 @@ def _not_outlined(rel: str, real: Path, rev: str, max_line_chars: int) -> UsageE
         )
     if not real.is_file():
         return UsageError(f"{rel} is not in {rev} and not on disk", suggest="check the path")
-    rule = excluded_reason(rel)
-    if rule:
-        return UsageError(
-            f"{rel} is left out of the index by a path rule ({rule})", suggest="read it yourself"
-        )
-    try:
-        extract(real, rel, max_line_chars)
-    except Unindexable as exc:
-        return UsageError(f"{rel} is left out of the index: {exc}", suggest="read it yourself if you need it")
-    except OSError as exc:
-        return UsageError(f"{rel} cannot be read: {exc.strerror}", suggest="check its permissions")
+    why = left_out(settings, rel, real)
+    if why:
+        return UsageError(f"{rel} is {why}", suggest="read it yourself if you need it")
     return UsageError(
-        f"{rel} is not in {rev}: it is new since (or left out by an ignore file)",
+        f"{rel} is not in {rev}: it is new since",
         suggest="run `ragraf index`, or `ragraf read` it as it is now",
     )
 

@@ -114,7 +114,13 @@ def render_outline(env: Envelope) -> str:
 def render_read(env: Envelope) -> str:
     lines = _header(env)
     for r in env.results:
-        state = "differs from the index" if r["differs_from_index"] else "same as the index"
+        state = (
+            "not in the index"
+            if r["indexed_sha256"] is None
+            else "differs from the index"
+            if r["differs_from_index"]
+            else "same as the index"
+        )
         lines.append(f"{r['path']}:{r['start_line']}-{r['end_line']} of {r['total_lines']} ({state})")
         width = len(str(r["end_line"]))
         for n, text in enumerate(r["content"].split("\n"), start=r["start_line"]):

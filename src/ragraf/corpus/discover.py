@@ -31,7 +31,7 @@ class Discovery:
     skipped: list[tuple[str, str]]  # (path, reason)
 
 
-def _read_spec(path: Path) -> GitIgnoreSpec | None:
+def read_ignore_file(path: Path) -> GitIgnoreSpec | None:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -111,7 +111,7 @@ def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
-        spec = _read_spec(Path(dirpath) / ".gitignore")
+        spec = read_ignore_file(Path(dirpath) / ".gitignore")
         if spec is not None:
             specs[rel_dir] = spec
         prefix = f"{rel_dir}/" if rel_dir else ""
@@ -148,7 +148,7 @@ def _utf8(path: str) -> bool:
 def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) -> Discovery:
     """List the files to index under root with their stat, and what was skipped and why; `paths`
     names the candidates when the caller knows them (a commit's tree), else git or a walk finds them."""
-    ragrafignore = _read_spec(root / ".ragrafignore")
+    ragrafignore = read_ignore_file(root / ".ragrafignore")
     if paths is None:
         paths = _git_paths(root)
     if paths is None:

@@ -6,6 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from ragraf.corpus.extract import decode, sha256_text, strip_front_matter
 from ragraf.corpus.rules import is_secret
@@ -17,8 +18,9 @@ MAX_READ_BYTES = 4 * 1024 * 1024
 @dataclass(frozen=True)
 class LiveText:
     path: str  # normalised, relative to the root
-    lines: list[str]
-    sha256: str
+    lines: list[str]  # all of them, or the first ones of a file over the read limit
+    sha256: str  # "" for a file over the read limit: never indexed, nothing to compare
+    total_lines: int
 
 
 def parse_spec(spec: str) -> tuple[str, int | None, int | None]:
@@ -65,8 +67,15 @@ def confine(root: Path, path: str) -> tuple[str, Path]:
     return rel, target
 
 
-def read_live(root: Path, path: str) -> LiveText:
-    """The current text of a regular file inside the root (normalised as the indexer sees it)."""
+def _lines(text: str) -> list[str]:
+    """A text's lines as an editor numbers them: a final newline ends the last line, it opens none."""
+    lines = text.split("\n")
+    return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
+
+
+def read_live(root: Path, path: str, end_line: int | None = None) -> LiveText:
+    """The current text of a regular file inside the root (normalised as the indexer sees it). A
+    file over the read limit is read up to `end_line` when one is given, without its hash."""
     rel, target = confine(root, path)
     try:
         st = os.stat(target)
@@ -80,18 +89,52 @@ def read_live(root: Path, path: str) -> LiveText:
         ) from None
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"{rel} is not a regular file", suggest="read a file, not a folder or device")
-    if st.st_size > MAX_READ_BYTES:
+    big = st.st_size > MAX_READ_BYTES
+    if big and end_line is None:
         raise UsageError(
             f"{rel} is {st.st_size} bytes, over the {MAX_READ_BYTES} byte read limit",
             suggest="read a line range with PATH:START-END",
         )
-    with open(target, "rb") as fh:
-        data = fh.read(MAX_READ_BYTES + 1)
+    try:
+        with open(target, "rb") as fh:
+            data = _head(fh, end_line or 0, rel) if big else fh.read(MAX_READ_BYTES + 1)
+            total = _count_lines(fh, data) if big else 0
+    except OSError as exc:
+        raise UsageError(f"{rel} cannot be read: {exc.strerror}", suggest="check its permissions") from None
     if b"\0" in data[:8192]:
         raise UsageError(f"{rel} is binary", suggest="ragraf reads text files only")
     text = decode(data)
+    lines = _lines(text)
+    if big:
+        return LiveText(rel, lines, "", total)
     if rel.lower().endswith((".md", ".markdown", ".mdx")):
         hashed = sha256_text(strip_front_matter(text))
     else:
         hashed = sha256_text(text)
-    return LiveText(rel, text.split("\n"), hashed)
+    return LiveText(rel, lines, hashed, len(lines))
+
+
+def _count_lines(fh: BinaryIO, head: bytes) -> int:
+    """All the lines of a big file whose head was read, counting the rest without keeping it."""
+    newlines, last = head.count(b"\n"), head[-1:]
+    while block := fh.read(1 << 20):
+        newlines += block.count(b"\n")
+        last = block[-1:]
+    return newlines + (1 if last not in (b"", b"\n") else 0)
+
+
+def _head(fh: BinaryIO, end_line: int, rel: str) -> bytes:
+    """The first end_line lines of a big file, within the read limit."""
+    out, size = [], 0
+    for _ in range(end_line):
+        line = fh.readline(MAX_READ_BYTES + 1 - size)
+        if not line:
+            break
+        out.append(line)
+        size += len(line)
+        if size > MAX_READ_BYTES:
+            raise UsageError(
+                f"lines 1-{end_line} of {rel} are over the {MAX_READ_BYTES} byte read limit",
+                suggest="read a shorter line range",
+            )
+    return b"".join(out)
