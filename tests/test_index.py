@@ -18,8 +18,9 @@ import pytest
 from support import SAMPLE, cli_json, run_cli, write
 
 from ragraf import Index
+from ragraf.api import index as api_index
 from ragraf.corpus.discover import FileStat
-from ragraf.errors import IndexCorruptError, IndexMissingError, LockHeldError
+from ragraf.errors import IndexCorruptError, IndexMissingError, LockHeldError, StoreError
 from ragraf.index import indexer
 from ragraf.index.indexer import UNCHANGED_UNINDEXABLE, skipped_files
 from ragraf.index.lock import WriterLock
@@ -514,3 +515,63 @@ def test_an_unreadable_file_is_named_and_read_once_it_is_readable(sample: Path) 
     cli_json("index", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
     found = cli_json("def", "behind_a_lock", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
     assert [r["path"] for r in found["results"]] == ["src/app/locked.py"]
+
+
+def test_a_full_disk_fails_the_run_and_the_last_revision_answers(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = Index.open(sample, embedder="none")
+    idx.index()
+    write(
+        sample, {f"src/gen/m{i}.py": f"def generated_{i}():\n    return {'x' * 2000!r}\n" for i in range(50)}
+    )
+    real_open = api_index.open_store
+
+    def no_room(settings, create=False):  # type: ignore[no-untyped-def]
+        store = real_open(settings, create)
+        pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+        store.db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own SQLITE_FULL, as on a full disk
+        return store
+
+    monkeypatch.setattr(api_index, "open_store", no_room)
+    with pytest.raises(StoreError) as err:
+        idx.index()
+    assert "is full" in err.value.message and "intact" in err.value.suggest
+    monkeypatch.undo()
+    assert idx.find_symbol("retry_with_backoff").index_rev == "rev-0001"
+    assert idx.index().index_rev == "rev-0002"
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and not shutil.which("setpriv"),
+    reason="as root, only setpriv can take away the right to write",
+)
+def test_a_read_only_index_home_is_named_not_called_damaged(sample: Path) -> None:
+    drop = (
+        [
+            "setpriv",
+            "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search",
+        ]
+        if os.geteuid() == 0
+        else []
+    )
+    home = sample.parent / "home"
+    env = {**os.environ, "RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(home)}
+    subprocess.run(
+        [sys.executable, "-m", "ragraf.cli", "index", "-q", "--root", str(sample)], env=env, check=True
+    )
+    write(sample, {"src/app/more.py": "def more():\n    pass\n"})
+    for folder in (home, *[p for p in home.rglob("*") if p.is_dir()]):
+        folder.chmod(0o555)
+    try:
+        out = subprocess.run(
+            [*drop, sys.executable, "-m", "ragraf.cli", "index", "--json", "--root", str(sample)],
+            capture_output=True, text=True, env=env,
+        )  # fmt: skip
+    finally:
+        for folder in (home, *[p for p in home.rglob("*") if p.is_dir()]):
+            folder.chmod(0o755)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    error = json.loads(out.stdout)["error"]
+    assert error["code"] == "store" and "--full" not in error["suggest"], error

@@ -66,7 +66,8 @@ Op = TypeVar("Op", bound=Callable[..., Any])
 
 def names_damage(op: Op) -> Op:
     """An operation that reaches a damaged page of the index file fails with index_corrupt (and
-    `ragraf index --full` to rebuild), not with SQLite's error."""
+    `ragraf index --full` to rebuild), one that meets a full disk or a read-only home says so: not
+    SQLite's error."""
 
     @functools.wraps(op)
     def checked(self: Index, *args: Any, **kwargs: Any) -> Any:

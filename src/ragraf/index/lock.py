@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from ragraf.errors import LockHeldError
+from ragraf.errors import LockHeldError, StoreError
 
 
 class WriterLock:
@@ -31,8 +31,14 @@ class WriterLock:
         return f"pid {info.get('pid')} on {info.get('host')} ({info.get('command', '?')}, since {info.get('since', '?')})"
 
     def acquire(self, on_wait=None) -> None:  # type: ignore[no-untyped-def]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot take the index lock {self.path}: {exc.strerror}",
+                suggest="the index home must be writable to index (RAGRAF_HOME moves it)",
+            ) from None
         deadline = time.monotonic() + self.timeout_s
         told = False
         while True:

@@ -20,7 +20,7 @@ try:  # SIMD int8 dot products; without it every search scores all rows in float
 except ImportError:  # pragma: no cover - a dependency, absent only in a broken install
     simsimd = None
 
-from ragraf.errors import IndexCorruptError, IndexMissingError
+from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError
 from ragraf.store.base import (
     ChunkHit,
     ContentBundle,
@@ -76,13 +76,26 @@ def _corrupt(path: Path, detail: str) -> IndexCorruptError:
     )
 
 
-def damage(exc: BaseException, path: Path) -> IndexCorruptError | None:
-    """The error to give for a damaged index file (a page overwritten, a torn copy), which SQLite
-    finds only when a query reaches the page; None for any other failure."""
-    if isinstance(exc, sqlite3.DatabaseError) and getattr(exc, "sqlite_errorname", "").startswith(
-        ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-    ):
+def damage(exc: BaseException, path: Path) -> RagrafError | None:
+    """What to tell the user when SQLite fails on the index file: a damaged file (a page
+    overwritten, a torn copy, found only when a query reaches the page) is rebuilt with --full; a
+    full disk or a home it may not write is no damage, and the last revision stands. None for any
+    other failure."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return _corrupt(path, str(exc))
+    if name.startswith("SQLITE_FULL") or "disk is full" in str(exc):
+        return StoreError(
+            f"the disk holding the index {path} is full ({exc})",
+            suggest="free some space; the last committed revision is intact and still answers",
+        )
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM")):
+        return StoreError(
+            f"the index {path} cannot be written or opened ({exc})",
+            suggest="check that its folder is writable and its disk has space (RAGRAF_HOME moves it)",
+        )
     return None
 
 
@@ -106,7 +119,7 @@ class SqliteStore:
             self.db.execute("PRAGMA busy_timeout = 60000")
             self._check_and_migrate(create)
         except sqlite3.DatabaseError as exc:
-            raise _corrupt(path, str(exc)) from None
+            raise damage(exc, path) or _corrupt(path, str(exc)) from None
 
     def _check_and_migrate(self, create: bool) -> None:
         app_id = self.db.execute("PRAGMA application_id").fetchone()[0]
@@ -140,7 +153,8 @@ class SqliteStore:
         try:
             yield self.db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # a full disk rolls back by itself: keep its error, not ROLLBACK's
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
