@@ -496,3 +496,144 @@ def test_imports_name_their_module(language: str, source: str, expected: set[tup
     lines = source.split("\n")
     for i in facts.imports:
         assert 1 <= i.line <= len(lines)
+
+
+def test_out_of_line_members_have_the_container_of_their_in_class_declaration() -> None:
+    header = (
+        "namespace net::http { template<typename T> class Box { public: T get() const; };\n"
+        "                      class Client { public: int send(int x); }; }\n"
+    )
+    source = (
+        "template<typename T> T net::http::Box<T>::get() const { return T(); }\n"
+        "int net::http::Client::send(int x) { return x; }\n"
+    )
+    declared = {(d.kind, qualified_name(d)) for d in extract_facts(header, "cpp").definitions}
+    defined = {(d.kind, qualified_name(d)) for d in extract_facts(source, "cpp").definitions}
+    assert defined == {("method", "net.http.Box.get"), ("method", "net.http.Client.send")}
+    assert defined <= declared
+    assert ("module", "net.http") in declared
+
+
+def test_a_function_qualified_by_a_namespace_of_its_file_is_a_function() -> None:
+    source = "namespace inner { void deep(); }\nvoid inner::deep() {}\nvoid Conn::dial() {}\n"
+    found = {(d.kind, qualified_name(d), d.line) for d in extract_facts(source, "cpp").definitions}
+    # Conn may be a class a header defines: a method, as before.
+    assert {("function", "inner.deep", 2), ("method", "Conn.dial", 3)} <= found
+
+
+# language -> (source, expected (kind, qualified name, line), names that must not be definitions)
+VALUES: dict[str, tuple[str, set[tuple[str, str, int]], set[str]]] = {
+    "c": (
+        "const int LIMIT = 5;\n"
+        "int g_count = 0, g_other;\n"
+        "static const char *names[] = {0};\n"
+        "int (*handler)(int) = 0;\n"
+        "char *prototype(void);\n"
+        "void f(void) {\n  int local = 1;\n#ifdef X\n  int hidden = 2;\n#endif\n}\n"
+        "#ifdef Y\nint configured = 1;\n#endif\n",
+        {
+            ("constant", "LIMIT", 1),
+            ("variable", "g_count", 2),
+            ("variable", "g_other", 2),
+            ("constant", "names", 3),
+            ("variable", "handler", 4),
+            ("variable", "configured", 13),
+        },
+        {"local", "hidden", "prototype"},
+    ),
+    "cpp": (
+        "constexpr int kMax = 10;\n"
+        "namespace net { int retries = 3; }\n"
+        "int Conn::count = 0;\n"
+        "void f() { const int local = 1; }\n",
+        {("constant", "kMax", 1), ("variable", "net.retries", 2), ("variable", "Conn.count", 3)},
+        {"local"},
+    ),
+    "csharp": (
+        "class Pool {\n"
+        "  private static readonly int Limit = 3;\n"
+        "  private int _count;\n"
+        "  const int K = 1;\n"
+        "  void Run() { int local = 1; }\n"
+        "}\n"
+        "public struct Pair { public int A; }\n",
+        {
+            ("constant", "Pool.Limit", 2),
+            ("variable", "Pool._count", 3),
+            ("constant", "Pool.K", 4),
+            ("variable", "Pair.A", 7),
+        },
+        {"local"},
+    ),
+    "scala": (
+        "object Config {\n  val Max = 3\n  def f() = { val Local = 1 }\n}\nval Top = 1\n",
+        {("constant", "Config.Max", 2), ("constant", "Top", 5)},
+        {"Local"},
+    ),
+    "lua": (
+        "local MAX = 10\nCONFIG = {}\nlocal a, b = 1, 2\nlocal f = function() end\n"
+        "function g()\n  local inner = 1\n  GLOBAL_IN_FUNCTION = 2\nend\n",
+        {("constant", "MAX", 1), ("constant", "CONFIG", 2), ("variable", "a", 3), ("variable", "b", 3)},
+        {"inner", "GLOBAL_IN_FUNCTION"},
+    ),
+    "bash": (
+        "readonly LIMIT=10\nname=value\ndeclare -r RATE=1\nf() {\n  local inner=1\n  other=2\n}\n",
+        {("constant", "LIMIT", 1), ("variable", "name", 2), ("constant", "RATE", 3)},
+        {"inner", "other"},
+    ),
+    "elixir": (
+        'defmodule App do\n  @moduledoc "docs"\n  @timeout 5000\n  def f, do: @timeout\nend\n',
+        {("constant", "App.timeout", 3)},
+        {"moduledoc"},
+    ),
+    "php": (
+        '<?php\ndefine("MAX_SIZE", 1);\nclass Counter {\n  public static $count = 0;\n'
+        "  function up() { $local = 1; }\n}\n",
+        {("constant", "MAX_SIZE", 2), ("variable", "Counter.count", 4)},
+        {"local"},
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(VALUES))
+def test_top_level_and_class_level_values_are_definitions_but_locals_are_not(language: str) -> None:
+    source, expected, absent = VALUES[language]
+    facts = extract_facts(source, language)
+    found = {(d.kind, qualified_name(d), d.line) for d in facts.definitions}
+    assert expected <= found, sorted(expected - found)
+    assert not absent & {d.name for d in facts.definitions}
+    assert {(kind, name) for kind, name, _ in found if kind in ("constant", "variable")} == {
+        (kind, name) for kind, name, _ in expected
+    }
+    lines = source.split("\n")
+    for d in facts.definitions:
+        assert d.name in lines[d.line - 1], d
+    for r in facts.references:
+        assert r.name in lines[r.line - 1], r
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript"])
+def test_function_valued_fields_properties_and_prototype_members_are_methods(language: str) -> None:
+    source = (
+        "class Button {\n"
+        "  handle = (e) => {};\n"
+        "  size = 3;\n"
+        "}\n"
+        "const api = {\n"
+        "  get() {},\n"
+        "  post: function () {},\n"
+        "  put: () => {},\n"
+        "  limit: 10,\n"
+        "};\n"
+        "function Legacy() {}\n"
+        "Legacy.prototype.greet = function () {};\n"
+    )
+    found = {(d.kind, qualified_name(d), d.line) for d in extract_facts(source, language).definitions}
+    assert {
+        ("method", "Button.handle", 2),
+        ("method", "api.get", 6),
+        ("method", "api.post", 7),
+        ("method", "api.put", 8),
+        ("method", "Legacy.greet", 12),
+    } <= found
+    assert not {name for _, name, _ in found} & {"Button.size", "api.limit", "greet"}

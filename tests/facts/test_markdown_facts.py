@@ -45,3 +45,40 @@ def test_an_unclosed_fence_hides_the_rest_and_an_empty_file_has_no_headings() ->
     assert extract_facts("# A\n```\n# B\n", "markdown").definitions[0].name == "A"
     assert len(extract_facts("# A\n```\n# B\n", "markdown").definitions) == 1
     assert extract_facts("", "markdown").definitions == ()
+
+
+SETEXT = """---
+title: front matter, not a heading
+---
+Project Title
+=============
+
+Intro text
+that goes on
+---
+
+Install  Guide
+--------------
+
+- a list item
+---
+
+```
+Code
+===
+```
+## Real  heading
+"""
+
+
+def test_underlined_lines_are_headings_at_their_title_line() -> None:
+    facts = extract_facts(SETEXT, "markdown")
+    found = [(d.name, d.container, d.line, d.end_line) for d in facts.definitions]
+    assert found == [
+        ("Project Title", None, 4, 21),
+        ("Install  Guide", "Project Title", 11, 20),
+        ("Real  heading", "Project Title", 21, 21),
+    ]
+    lines = SETEXT.split("\n")
+    for d in facts.definitions:
+        assert d.name in lines[d.line - 1] and d.signature == lines[d.line - 1].strip()

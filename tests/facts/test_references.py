@@ -183,3 +183,27 @@ def test_references_are_in_file_order_and_the_same_on_every_run() -> None:
     runs = [extract_facts(source, "python").references for _ in range(3)]
     assert runs[0] == runs[1] == runs[2]
     assert [r.line for r in runs[0]] == sorted(r.line for r in runs[0])
+
+
+def test_calls_inside_rust_macro_arguments_are_calls_of_their_function() -> None:
+    source = (
+        "fn main() {\n"
+        '    println!("{}", target(1));\n'
+        "    let v = vec![build(x), a, (b)];\n"
+        "    assert_eq!(Conn::open(2), conn.send(3));\n"
+        "}\n"
+    )
+    facts = extract_facts(source, "rust")
+    calls = {(r.name, r.line, r.container) for r in facts.references if r.is_call}
+    assert {
+        ("println", 2, "main"),
+        ("target", 2, "main"),
+        ("build", 3, "main"),
+        ("open", 4, "main"),
+        ("send", 4, "main"),
+    } <= calls
+    # `a, (b)`: a name before a comma is no callee.
+    assert "a" not in {name for name, _, _ in calls}
+    lines = source.split("\n")
+    for r in facts.references:
+        assert r.name in lines[r.line - 1], r

@@ -141,6 +141,7 @@ def _definitions(
     found: list[Definition] = []
     # Index of the last definition directly inside each container (keyed by the container's start).
     last_at: dict[int, int] = {}
+    modules: set[str] = set()  # qualified names of the modules (C++ namespaces) defined so far
     for start, end, tag, node in _definition_nodes(captures):
         end = _scope_end(node, end, rules, len(data))
         while stack and stack[-1][0] <= start:
@@ -153,7 +154,7 @@ def _definitions(
             if kind is None:
                 continue
             container = _join(parent_qual, extra)
-            kind = _method_or(kind, parent_kind, extra, rules)
+            kind = _method_or(kind, parent_kind, extra, container in modules, rules)
             if kind != SCOPE:
                 name_starts.add(name_node.start_byte)
                 first_row = wrapped.get(start, node.start_point[0])
@@ -161,6 +162,8 @@ def _definitions(
                 if not (rules.merge_clauses and _merged(found, last_at.get(parent_start), definition)):
                     last_at[parent_start] = len(found)
                     found.append(definition)
+            if kind == "module":
+                modules.add(f"{container}.{name}" if container else name)
             # A typedef is no container: `typedef struct s {...} s_t;` defines s at top level.
             if not pushed and kind != "type":
                 stack.append((end, f"{container}.{name}" if container else name, kind, len(scopes)))
@@ -184,9 +187,17 @@ def _parent(stack: list[_Open], scopes: list[_Scope]) -> tuple[str | None, str |
     return qual, kind, scopes[index][0]
 
 
-def _method_or(kind: str, parent_kind: str | None, extra: str | None, rules: LanguageRules) -> str:
-    """Functions directly inside a class-like container, or named `A::b` in C++, are methods."""
-    if kind == "function" and (parent_kind in rules.method_scopes or (extra and rules.qualified_methods)):
+def _method_or(
+    kind: str, parent_kind: str | None, extra: str | None, in_module: bool, rules: LanguageRules
+) -> str:
+    """Functions directly inside a class-like container, or named `A::b` in C++, are methods.
+
+    `a::f` is a free function when `a` is a namespace defined earlier in the file (C++ declares a
+    namespace before qualifying with it); a namespace only a header defines still reads as a class.
+    """
+    if kind != "function":
+        return kind
+    if parent_kind in rules.method_scopes or (extra and rules.qualified_methods and not in_module):
         return "method"
     return kind
 
@@ -315,10 +326,16 @@ def _references(
     """
     noise = rules.noise_bytes
     found: list[_Raw] = []
+    calls = captures.get("call", [])
+    if "call.adjacent" in captures:
+        calls = calls + [node for node in captures["call.adjacent"] if _adjacent(node)]
     # One loop for all three captures: this is the hottest code of an index run.
-    for capture, is_call in (("call", True), ("ref", False), ("name", False)):
-        bare = capture == "name"
-        for node in captures.get(capture, ()):
+    for nodes, is_call, bare in (
+        (calls, True, False),
+        (captures.get("ref", ()), False, False),
+        (captures.get("name", ()), False, True),
+    ):
+        for node in nodes:
             start = node.start_byte
             if start in skip:
                 continue
@@ -337,6 +354,12 @@ def _references(
         found = _capped(found)
     excluded = sorted((node.start_byte, node.end_byte) for node in captures.get("import", ()))
     return _sweep(found, scopes, excluded)
+
+
+def _adjacent(node: Node) -> bool:
+    """No token between the node and its next named sibling: `f(x)`, not `f, (x)`."""
+    sibling = node.next_sibling
+    return sibling is not None and sibling.is_named
 
 
 def _capped(found: list[_Raw]) -> list[_Raw]:

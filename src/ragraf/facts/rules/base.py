@@ -4,6 +4,8 @@ Capture names in a rules query:
   @def.<tag>  a definition node; <tag> is a kind, or a key of `kinds` whose hook decides the kind
   @scope      a node that only names a container (a Rust impl block, a Swift extension)
   @call       the name node of a callee
+  @call.adjacent  a callee only when no token separates it from its next named sibling (calls in
+              Rust macro arguments, a flat token tree whose punctuation is unnamed)
   @ref        a member, field or type name in use (`conn.timeout`, `: Config`)
   @name       a bare identifier, kept only when it looks global (see extract._references)
   @import     an import node, read by the `imports` hook

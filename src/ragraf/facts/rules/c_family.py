@@ -1,12 +1,23 @@
-"""C, C++ and C#: functions (named through their declarators), types, namespaces, includes, calls."""
+"""C, C++ and C#: functions (named through their declarators), types, namespaces, globals and fields,
+includes, calls."""
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
-from .base import LanguageRules, Named, constant_only, text, unquote
+from .base import LanguageRules, Named, constant_or_variable, text, unquote
 
-C_QUERY = """
+# Variables at file scope (also inside `#ifdef` blocks, C++ namespaces and `extern "C"`); the
+# kind hook drops the ones a preprocessor block inside a function holds.
+_VARIABLE_DECLARATORS = "[(init_declarator) (identifier) (pointer_declarator) (array_declarator)]"
+_VARIABLE_SCOPES = (
+    "translation_unit", "declaration_list", "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif",
+)  # fmt: skip
+_VARIABLES = "\n".join(
+    f"({scope} (declaration declarator: {_VARIABLE_DECLARATORS} @def.var))" for scope in _VARIABLE_SCOPES
+)
+
+C_QUERY = f"""
 (function_definition) @def.function
 (declaration declarator: (function_declarator)) @def.function
 (struct_specifier name: (_) body: (_)) @def.struct
@@ -15,6 +26,7 @@ C_QUERY = """
 (type_definition) @def.type
 (preproc_def) @def.constant
 (preproc_function_def) @def.function
+{_VARIABLES}
 (call_expression function: (identifier) @call)
 (call_expression function: (field_expression field: (field_identifier) @call))
 (field_expression field: (field_identifier) @ref)
@@ -76,11 +88,22 @@ _DECLARATORS = frozenset({
 def _declarator_name(node: Node) -> list[Named]:
     """The name inside nested declarators; `A::B::f` gives f, contained by A.B."""
     current = _innermost(node.child_by_field_name("declarator"))
-    if current is None:
-        return []
+    return [_unqualified(current)] if current is not None else []
+
+
+def _variable_name(node: Node) -> list[Named]:
+    current = _innermost(node)
+    return [_unqualified(current)] if current is not None else []
+
+
+def _unqualified(current: Node) -> Named:
+    """`a::B<T>::f` is f contained by a.B: scopes joined with `.`, template arguments dropped, so an
+    out-of-line definition gets the container of its in-class declaration."""
     scopes: list[str] = []
     while current.type == "qualified_identifier":
         scope = current.child_by_field_name("scope")
+        if scope is not None and scope.type == "template_type":
+            scope = scope.child_by_field_name("name")
         if scope is not None and text(scope):
             scopes.append(text(scope))
         name = current.child_by_field_name("name")
@@ -89,7 +112,52 @@ def _declarator_name(node: Node) -> list[Named]:
         current = name
     if current.type == "template_function":
         current = current.child_by_field_name("name") or current
-    return [(current, ".".join(scopes) or None, None)]
+    return current, ".".join(scopes) or None, None
+
+
+def _namespace_name(node: Node) -> list[Named]:
+    """`namespace a::b` is b contained by a, the container `a::b::f` gets."""
+    name = node.child_by_field_name("name")
+    if name is None or name.type != "nested_namespace_specifier":
+        return [(name, None, None)]
+    parts = [child for child in name.named_children if child.type == "namespace_identifier"]
+    if not parts:
+        return []
+    return [(parts[-1], ".".join(text(part) for part in parts[:-1]) or None, None)]
+
+
+def _c_variable(node: Node, name: str) -> str | None:
+    """File-scope `const` and `constexpr` variables (and UPPER_CASE ones) are constants, other
+    file-scope variables are variables; a prototype `char *f(void);` and locals are neither."""
+    declaration = node.parent
+    if declaration is None or _declares_function(node) or not _at_file_scope(declaration):
+        return None
+    # Error recovery around macros and C++ in .h files makes up variables: `GLAPI void APIENTRY
+    # f(...);` gives a declaration `GLAPI void` of a variable named void. Only clean ones count.
+    if declaration.has_error or name in _C_TYPE_WORDS:
+        return None
+    qualifiers = {text(child) for child in declaration.children if child.type == "type_qualifier"}
+    return "constant" if qualifiers & {"const", "constexpr"} else constant_or_variable(node, name)
+
+
+def _declares_function(node: Node | None) -> bool:
+    # `int (*fp)(int)` is a variable: its function declarator wraps a parenthesized one.
+    current = node
+    while current is not None and current.type in _DECLARATORS:
+        inner = current.child_by_field_name("declarator")
+        if current.type == "function_declarator" and (
+            inner is None or inner.type != "parenthesized_declarator"
+        ):
+            return True
+        current = inner
+    return False
+
+
+def _at_file_scope(declaration: Node) -> bool:
+    parent = declaration.parent
+    while parent is not None and parent.type.startswith("preproc_"):
+        parent = parent.parent
+    return parent is not None and parent.type in ("translation_unit", "declaration_list")
 
 
 def _type_definition(node: Node) -> list[Named]:
@@ -118,12 +186,15 @@ def _c_includes(node: Node) -> list[tuple[str, str | None]]:
 
 
 def _csharp_field(node: Node, name: str) -> str | None:
-    """UPPER_CASE fields and `const` fields are constants; other fields are not definitions here."""
+    """`const` and `static readonly` fields are constants, other fields variables.
+
+    C# spells constants in PascalCase like everything else, so an UPPER_CASE name (`A`) says nothing.
+    """
     declaration = node.parent.parent if node.parent is not None else None
     modifiers = (
-        [text(c) for c in declaration.children if c.type == "modifier"] if declaration is not None else []
+        {text(c) for c in declaration.children if c.type == "modifier"} if declaration is not None else set()
     )
-    return "constant" if "const" in modifiers else constant_only(node, name)
+    return "constant" if "const" in modifiers or {"static", "readonly"} <= modifiers else "variable"
 
 
 def _csharp_field_name(node: Node) -> list[Named]:
@@ -143,19 +214,33 @@ def _csharp_using(node: Node) -> list[tuple[str, str | None]]:
     return []
 
 
+# Words a macro-confused parse can read as a declared name.
+_C_TYPE_WORDS = frozenset({
+    "void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "bool", "_Bool",
+    "const", "volatile", "static", "extern", "inline", "auto", "register",
+})  # fmt: skip
+
 _C_NAMES = {
     "function_definition": _declarator_name,
     "declaration": _declarator_name,
     "field_declaration": _declarator_name,
     "type_definition": _type_definition,
+    "init_declarator": _variable_name,
+    "identifier": _variable_name,
+    "pointer_declarator": _variable_name,
+    "array_declarator": _variable_name,
 }
+_C_KINDS = {"var": _c_variable}
 _C_NOISE = frozenset({"NULL", "size_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int32_t", "int64_t"})
 
 RULES = {
-    "c": LanguageRules(query=C_QUERY, names=_C_NAMES, imports=_c_includes, noise=_C_NOISE, salvage=False),
+    "c": LanguageRules(
+        query=C_QUERY, names=_C_NAMES, kinds=_C_KINDS, imports=_c_includes, noise=_C_NOISE, salvage=False
+    ),
     "cpp": LanguageRules(
         query=CPP_QUERY,
-        names=_C_NAMES,
+        names=_C_NAMES | {"namespace_definition": _namespace_name},
+        kinds=_C_KINDS,
         imports=_c_includes,
         noise=_C_NOISE | {"std", "string"},
         qualified_methods=True,

@@ -1,4 +1,4 @@
-"""Elixir and Haskell: modules, functions (clauses merged), types, classes, imports, calls."""
+"""Elixir and Haskell: modules, functions (clauses merged), module attributes, types, classes, imports, calls."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ _ELIXIR_DEFS = '"def" "defp" "defmacro" "defmacrop" "defguard" "defguardp" "defd
 ELIXIR_QUERY = f"""
 ((call target: (identifier) @_def (arguments)) (#any-of? @_def {_ELIXIR_DEFS})) @def.function
 ((call target: (identifier) @_mod (arguments)) (#any-of? @_mod "defmodule" "defprotocol" "defimpl")) @def.module
+((call target: (identifier) @_mod
+  (do_block (unary_operator operator: "@" operand: (call target: (identifier) (arguments))) @def.attribute))
+  (#any-of? @_mod "defmodule" "defprotocol" "defimpl"))
 (call target: (identifier) @call)
 (call target: (dot right: (identifier) @call))
 (alias) @ref
@@ -45,6 +48,26 @@ _ELIXIR_NOISE = frozenset({
     "defprotocol", "defimpl", "defstruct", "defexception", "import", "alias", "require", "use",
     "when", "do", "end", "fn", "quote", "unquote",
 })  # fmt: skip
+
+
+# Module attributes the language reads (docs, specs, behaviours): no constant of the module.
+_ELIXIR_RESERVED_ATTRIBUTES = frozenset({
+    "moduledoc", "doc", "typedoc", "spec", "type", "typep", "opaque", "callback", "macrocallback",
+    "optional_callbacks", "impl", "behaviour", "derive", "enforce_keys", "compile", "deprecated",
+    "dialyzer", "external_resource", "file", "on_load", "on_definition", "before_compile",
+    "after_compile", "after_verify", "vsn", "since", "nifs",
+})  # fmt: skip
+
+
+def _elixir_attribute_name(node: Node) -> list[Named]:
+    """`@timeout 5000` defines timeout."""
+    operand = node.child_by_field_name("operand")
+    return [(operand.child_by_field_name("target") if operand is not None else None, None, None)]
+
+
+def _elixir_attribute(node: Node, name: str) -> str | None:
+    """A module attribute the module sets for itself is a compile-time constant."""
+    return None if name in _ELIXIR_RESERVED_ATTRIBUTES else "constant"
 
 
 def _elixir_def_name(node: Node) -> list[Named]:
@@ -89,7 +112,8 @@ def _haskell_imports(node: Node) -> list[tuple[str, str | None]]:
 RULES = {
     "elixir": LanguageRules(
         query=ELIXIR_QUERY,
-        names={"call": _elixir_def_name},
+        names={"call": _elixir_def_name, "unary_operator": _elixir_attribute_name},
+        kinds={"attribute": _elixir_attribute},
         imports=_elixir_imports,
         noise=_ELIXIR_NOISE,
         merge_clauses=True,

@@ -20,6 +20,7 @@ _BASE_QUERY = f"""
 (assignment_expression
   left: (member_expression property: (property_identifier))
   right: {_FUNCTION_VALUES}) @def.function
+(pair key: (property_identifier) value: {_FUNCTION_VALUES}) @def.method
 (program (lexical_declaration (variable_declarator name: (identifier)) @def.var))
 (program (variable_declaration (variable_declarator name: (identifier)) @def.var))
 (program (export_statement (lexical_declaration (variable_declarator name: (identifier)) @def.var)))
@@ -55,7 +56,15 @@ _JSX_QUERY = """
 (jsx_expression (identifier) @name)
 """
 
-JS_QUERY = _BASE_QUERY + _JSX_QUERY + "(class_heritage (identifier) @name)\n"
+# A class field holding a function (`handle = (e) => {}`) is a method of the class.
+JS_QUERY = (
+    _BASE_QUERY
+    + _JSX_QUERY
+    + f"""
+(class_heritage (identifier) @name)
+(field_definition property: (property_identifier) value: {_FUNCTION_VALUES}) @def.method
+"""
+)
 
 # `declare const X: T` (type declarations, .d.ts files) and `export const` inside a namespace
 # define values as much as a top-level `const` does.
@@ -71,7 +80,7 @@ _TS_DECLARED_VALUES = """
 
 TS_QUERY = (
     _BASE_QUERY
-    + """
+    + f"""
 (extends_clause value: (identifier) @name)
 (abstract_class_declaration) @def.class
 (interface_declaration) @def.interface
@@ -81,6 +90,7 @@ TS_QUERY = (
 (method_signature) @def.method
 (abstract_method_signature) @def.method
 (function_signature) @def.function
+(public_field_definition name: (property_identifier) value: {_FUNCTION_VALUES}) @def.method
 (type_identifier) @ref
 """
     + _TS_DECLARED_VALUES
@@ -88,10 +98,32 @@ TS_QUERY = (
 
 
 def _declarator_or_assignment(node: Node) -> list[Named]:
+    """`Legacy.prototype.greet = function` is the method greet of Legacy; `a.b = function` is b."""
     if node.type == "assignment_expression":
         left = node.child_by_field_name("left")
-        return [(left.child_by_field_name("property"), None, None)] if left is not None else []
+        if left is None:
+            return []
+        owner = left.child_by_field_name("object")
+        if owner is not None and owner.type == "member_expression" and _is_prototype(owner):
+            return [
+                (left.child_by_field_name("property"), text(owner.child_by_field_name("object")), "method")
+            ]
+        return [(left.child_by_field_name("property"), None, None)]
     return [(node.child_by_field_name("name"), None, None)]
+
+
+def _is_prototype(node: Node) -> bool:
+    prop = node.child_by_field_name("property")
+    return text(prop) == "prototype" and node.child_by_field_name("object") is not None
+
+
+def _key(node: Node) -> list[Named]:
+    # `post: function () {}` is found as the shorthand `post() {}` is.
+    return [(node.child_by_field_name("key"), None, None)]
+
+
+def _field(node: Node) -> list[Named]:
+    return [(node.child_by_field_name("property"), None, None)]
 
 
 def _var_kind(node: Node, name: str) -> str | None:
@@ -148,6 +180,8 @@ def _rules(query: str) -> LanguageRules:
         names={
             "variable_declarator": _declarator_or_assignment,
             "assignment_expression": _declarator_or_assignment,
+            "pair": _key,
+            "field_definition": _field,
         },
         kinds={"var": _var_kind},
         imports=_imports,

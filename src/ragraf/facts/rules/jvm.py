@@ -123,6 +123,16 @@ def _scala_val(node: Node) -> list[Named]:
     return [(node.child_by_field_name("pattern"), None, None)]
 
 
+def _scala_val_kind(node: Node, name: str) -> str | None:
+    """Scala spells constants in UpperCamelCase (`val Max = 3`); other top-level vals are variables."""
+    return "constant" if name[:1].isupper() else "variable"
+
+
+def _scala_member_kind(node: Node, name: str) -> str | None:
+    # As for Python and Kotlin class bodies: only constants, the rest would be noise.
+    return "constant" if name[:1].isupper() else None
+
+
 def _scala_imports(node: Node) -> list[tuple[str, str | None]]:
     path = ".".join(text(c) for c in node.children_by_field_name("path") if c.is_named)
     selectors = [c for c in node.named_children if c.type == "namespace_selectors"]
@@ -166,7 +176,7 @@ RULES = {
     "scala": LanguageRules(
         query=SCALA_QUERY,
         names={"val_definition": _scala_val},
-        kinds={"var": constant_or_variable, "classvar": constant_only},
+        kinds={"var": _scala_val_kind, "classvar": _scala_member_kind},
         imports=_scala_imports,
         noise=frozenset({"String", "Int", "Unit", "Any", "Boolean", "Long", "this"}),
     ),

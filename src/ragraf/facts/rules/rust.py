@@ -1,4 +1,8 @@
-"""Rust: functions, impl methods (contained by the impl's type), structs, enums, traits, modules, uses."""
+"""Rust: functions, impl methods (contained by the impl's type), structs, enums, traits, modules, uses.
+
+Macro arguments are a flat token tree, not expressions: a name just before a parenthesized token
+tree (`println!("{}", target(1))`, `vec![f(x)]`) is read as a call.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ QUERY = """
 (call_expression function: (generic_function function: (field_expression field: (field_identifier) @call)))
 (macro_invocation macro: (identifier) @call)
 (macro_invocation macro: (scoped_identifier name: (identifier) @call))
+((token_tree (identifier) @call.adjacent . (token_tree) @_arguments) (#match? @_arguments "^[(]"))
 (field_expression field: (field_identifier) @ref)
 (scoped_identifier name: (identifier) @ref)
 (type_identifier) @ref
