@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ragraf.chunking import chunk_text
+from ragraf.chunking import chunk_text, parse
+from ragraf.facts import extract_facts
 
 SNIPPETS = {
     "python": ("class Greeter:\n    def hello(self, name):\n        return name\n", "Greeter"),
@@ -101,3 +102,22 @@ def test_syntax_errors_and_deep_nesting_never_crash() -> None:
     deep = "x = " + "[" * 3000 + "]" * 3000 + "\n"
     assert chunk_text(deep, "python", max_chars=100)
     assert chunk_text("", "python") == []
+
+
+def test_a_long_run_of_python_comments_keeps_every_line_true() -> None:
+    # Parsed as blank lines (tree-sitter-python is quadratic in a comment run), at the same places.
+    text = (
+        "def before():\n    pass\n"
+        + "    # commented out\n" * 5000
+        + 'def after(x="#"):  # a comment\n    """# not a comment"""\n    return before()\n'
+    )
+    facts = extract_facts(text, "python", tree=parse(text, "python"))
+    assert [(d.name, d.line, d.end_line) for d in facts.definitions] == [
+        ("before", 1, 2),
+        ("after", 5003, 5005),
+    ]
+    assert [(r.name, r.line, r.container) for r in facts.references if r.is_call] == [
+        ("before", 5005, "after")
+    ]
+    chunks = chunk_text(text, "python", 1500, 200)
+    assert chunks[-1].end_line == 5005 and "def after" in chunks[-1].text
