@@ -138,8 +138,9 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
     that this process starts once (about a second) and keeps.
 
     When a worker ends (a parse past the timeout, a grammar that crashed), the jobs under way
-    then are prepared one by one, each in a worker of its own; one that ends its worker again is
-    chunked by lines, without facts. The rest go on in a new pool.
+    then are prepared one by one, each in a worker of its own; one that ends its worker again, or
+    that was alone in the only worker, is chunked by lines, without facts. The rest go on in a new
+    pool.
     """
     tasks = [(key, path, settings) for key, path in jobs]
     if not tasks:
@@ -155,15 +156,20 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
         yield from map(prepare, tasks)
         return
     alone: set[int] = set()
+    given_up: set[int] = set()
     start = 0
     with tempfile.TemporaryDirectory(prefix="ragraf-jobs-") as folder:
         marks = Path(folder)
         while start < len(tasks):
-            if start in alone:
-                yield _prepare_alone(tasks[start], method)
+            if start in alone or start in given_up:
+                yield (
+                    prepare(tasks[start], parsed=False)
+                    if start in given_up
+                    else _prepare_alone(tasks[start], method)
+                )
                 start += 1
                 continue
-            end = min((i for i in alone if i > start), default=len(tasks))
+            end = min((i for i in alone | given_up if i > start), default=len(tasks))
             batch = range(start, end)
             try:
                 with _pool(workers, method) as pool:
@@ -176,9 +182,12 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
                 under_way = {int(mark.name) for mark in marks.iterdir()}
                 for mark in marks.iterdir():
                     mark.unlink()
-                # With no job under way the worker was lost otherwise: the next job goes alone,
-                # so every round moves on.
-                alone |= under_way or {start}
+                if len(under_way) == 1 and workers == 1:
+                    given_up |= under_way  # it was alone in its worker already: no second wait
+                else:
+                    # With no job under way the worker was lost otherwise: the next job goes
+                    # alone, so every round moves on.
+                    alone |= under_way or {start}
 
 
 def _prepare_alone(task: tuple[ContentKey, str, Settings], method: str) -> ContentBundle | None:
