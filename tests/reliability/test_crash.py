@@ -91,6 +91,13 @@ def test_contents_left_by_a_killed_run_do_not_change_the_answers_of_the_current_
             [(r.path, r.start_line, r.end_line) for r in idx.search(q, k=5, mode="lexical").results]
             for q in queries
         ]
+        # doctor names them, and does not call the index unhealthy for them.
+        check = idx.doctor(check=True).to_dict()
+        assert "error" not in check, check
+        leftovers = next(c for c in check["results"] if c["check"] == "leftovers")
+        assert (
+            leftovers["ok"] and "120 contents" in leftovers["detail"] and "ragraf gc" in leftovers["detail"]
+        )
     assert after == before
 
 

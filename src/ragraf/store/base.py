@@ -7,6 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Protocol
 
+# What a killed index run stored and no revision names: reused by the next run or removed by its
+# retention, so doctor names it without calling the index unhealthy.
+LEFTOVER_CONTENTS = "contents no retained revision references (left by an interrupted run)"
+
 
 @dataclass(frozen=True)
 class Revision:

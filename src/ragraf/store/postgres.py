@@ -33,6 +33,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ragraf.errors import ConfigError, IndexMissingError, LockHeldError, StoreError
 from ragraf.store.base import (
+    LEFTOVER_CONTENTS,
     ChunkHit,
     ContentBundle,
     ContentKey,
@@ -1309,7 +1310,7 @@ class PostgresStore:
             ("contents whose chunk count disagrees with their chunks",
              "SELECT count(*) FROM contents c WHERE c.repo_id = %s AND c.n_chunks != "
              "(SELECT count(*) FROM chunks k WHERE k.content_id = c.id)", (self.repo_id,)),
-            ("contents no retained revision references (retention left them)",
+            (LEFTOVER_CONTENTS,
              "SELECT count(*) FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
              "(SELECT 1 FROM manifest m WHERE m.content_id = c.id)", (self.repo_id,)),
             ("chunks of another repository's contents",

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - a dependency, absent only in a broken 
 
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError
 from ragraf.store.base import (
+    LEFTOVER_CONTENTS,
     ChunkHit,
     ContentBundle,
     ContentKey,
@@ -822,7 +823,7 @@ class SqliteStore:
              "SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = v.chunk_id)", ()),
             ("facts without a content",
              "SELECT count(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM contents c WHERE c.id = f.content_id)", ()),
-            ("contents no retained revision references (retention left them)",
+            (LEFTOVER_CONTENTS,
              f"SELECT count(*) FROM contents c WHERE NOT EXISTS ({_named('c.id')})",
              ()),
             ("manifest rows of revisions that no longer exist",
