@@ -15,6 +15,7 @@ from embed.fake_embed_server import FakeServer, Reply
 from support import SAMPLE, cli_json, run_cli, write
 
 from ragraf import Index
+from ragraf.index.lock import WriterLock
 
 
 def _openai_env(server: FakeServer) -> dict[str, str]:
@@ -52,6 +53,10 @@ def test_lexical_only_first_then_the_next_run_completes_coverage(sample: Path, f
     partial = cli_json("search", "TCPConnector", "--root", str(sample), env=env)
     assert partial["capability"]["semantic_coverage"] == 0.0 and partial["results"]
     assert partial["capability"]["degraded"]  # no vectors yet: said so, answered lexically
+    assert "run `ragraf index` to finish embedding" in " ".join(partial["capability"]["reasons"])
+    with WriterLock(Index.open(sample).settings.home):  # an index run at work: say so, not "run it"
+        busy = cli_json("search", "TCPConnector", "--root", str(sample), env=env)
+    assert "an index run is embedding now (pid" in " ".join(busy["capability"]["reasons"]), busy
     second = cli_json("index", "--root", str(sample), env=env)
     assert second["embeddings"]["computed"] > 0 and second["new_revision"] is False
     full = cli_json("search", "TCPConnector", "--root", str(sample), env=env)

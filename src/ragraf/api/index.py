@@ -187,9 +187,13 @@ class Index:
         cap.semantic_coverage = round(self.store().vector_coverage(rev.rev_no, model), 4)
         cap.semantic = cap.semantic_coverage > 0
         if cap.semantic_coverage < 1.0:
-            cap.reasons.append(
-                f"semantic coverage {cap.semantic_coverage:.0%}: run `ragraf index` to finish embedding"
+            busy = WriterLock(self.settings.home).busy() if self.settings.store == "sqlite" else None
+            todo = (
+                f"an index run is embedding now ({busy})"
+                if busy
+                else "run `ragraf index` to finish embedding"
             )
+            cap.reasons.append(f"semantic coverage {cap.semantic_coverage:.0%}: {todo}")
         return cap
 
     def _envelope(self, op: str, rev: Revision, guarded: GuardResult | None = None) -> Envelope:

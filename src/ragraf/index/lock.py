@@ -66,6 +66,20 @@ class WriterLock:
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self.fd = fd
 
+    def busy(self) -> str | None:
+        """Who holds the lock now (another indexer at work), or None; takes nothing."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return self.holder()
+        finally:
+            os.close(fd)  # closing drops a shared lock taken just now
+        return None
+
     def release(self) -> None:
         if self.fd is not None:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
