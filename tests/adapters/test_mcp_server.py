@@ -264,6 +264,13 @@ def test_stdout_carries_only_protocol_messages_and_logs_go_to_stderr(indexed: Pa
             "params": {"name": "read", "arguments": {"path": "/x"}},
         },
         {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "status", "arguments": {}}},
+        # A string cut inside an emoji: JSON the SDK cannot read, answered under its id, not dropped.
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "\ud83d"}},
+        },
     ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragraf.adapters.mcp_server", "--root", str(indexed), "--log-level", "info"],
@@ -277,7 +284,7 @@ def test_stdout_carries_only_protocol_messages_and_logs_go_to_stderr(indexed: Pa
     proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages) + "this is not json\n")
     proc.stdin.flush()
     replies = []
-    while len([r for r in replies if r.get("id") in (2, 3, 4)]) < 3:
+    while len([r for r in replies if "id" in r and r["id"] in (2, 3, 4, 5, None)]) < 5:
         line = proc.stdout.readline()
         assert line, "the server closed stdout early"
         replies.append(json.loads(line))  # every stdout line is a JSON-RPC message
@@ -289,5 +296,7 @@ def test_stdout_carries_only_protocol_messages_and_logs_go_to_stderr(indexed: Pa
     assert by_id[3]["result"]["isError"] is True
     assert by_id[4]["result"]["isError"] is False
     assert by_id[4]["result"]["structuredContent"]["op"] == "status"
+    assert by_id[5]["error"]["code"] == -32602 and "lone surrogate" in by_id[5]["error"]["message"]
+    assert by_id[None]["error"]["code"] == -32700  # the line that is not JSON
     assert "bad_arguments" in stderr  # the log is on stderr
     assert proc.returncode == 0  # a clean exit when the client closes the stream

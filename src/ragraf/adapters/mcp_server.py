@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import sys
 from pathlib import Path
@@ -105,12 +106,58 @@ def _log_failure(future: Any) -> None:
 
 async def serve_stdio(runner: ToolRunner) -> None:
     """Serve MCP on stdin/stdout until the client closes the stream."""
+    import anyio
     from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
 
     server = build_server(runner)
     log.info("ragraf %s: MCP on stdio for %s", __version__, runner.root)
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        forward, messages = create_context_streams[SessionMessage | Exception](0)
+
+        async def answer_unreadable() -> None:
+            # The SDK drops a line it cannot read, and the client waits for its answer forever.
+            async with forward:
+                async for item in read_stream:
+                    if not isinstance(item, Exception):
+                        await forward.send(item)
+                    elif (reply := unreadable_reply(item)) is not None:
+                        await write_stream.send(SessionMessage(reply))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(answer_unreadable)
+            await server.run(messages, write_stream, server.create_initialization_options())
+
+
+def unreadable_reply(error: Exception) -> types.JSONRPCError | None:
+    """The JSON-RPC error for a line the SDK could not read: a request whose text holds a lone
+    surrogate (a string cut inside an emoji) gets invalid params under its own id; a line that is
+    no JSON at all a parse error. A notification gets nothing, as JSON-RPC wants."""
+    import mcp_types as types
+
+    errors = getattr(error, "errors", None)
+    raw = errors()[0].get("input") if callable(errors) and errors() else None
+    if not isinstance(raw, str | bytes):
+        return None
+    try:
+        request = json.loads(raw)
+    except ValueError:
+        return types.JSONRPCError(
+            jsonrpc="2.0",
+            id=None,
+            error=types.ErrorData(code=-32700, message="parse error: the line is not JSON"),
+        )
+    if not isinstance(request, dict) or "method" not in request or "id" not in request:
+        return None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request["id"],
+        error=types.ErrorData(
+            code=-32602,
+            message="invalid params: a string is not valid Unicode (a lone surrogate); send UTF-8 text",
+        ),
+    )
 
 
 def run(root: Path | str = ".", log_level: str = "WARNING", overrides: dict[str, Any] | None = None) -> None:
