@@ -7,6 +7,7 @@ from pathlib import Path
 
 from support import git, init_git, write
 
+from ragraf import Index
 from ragraf.corpus import discover, extract
 from ragraf.corpus.extract import strip_front_matter
 
@@ -127,3 +128,18 @@ def test_git_repo_subfolder_lists_paths_relative_to_it(tmp_path: Path) -> None:
     init_git(tmp_path)
     assert git(tmp_path, "ls-files").split() == ["sub/inner.py", "top.py"]
     assert paths(tmp_path / "sub") == ["inner.py"]
+
+
+def test_utf16_with_a_byte_order_mark_is_text(tmp_path: Path) -> None:
+    source = "using System;\r\n\r\nclass Größe\r\n{\r\n    void Run() {}\r\n}\r\n"
+    for name, data in (
+        ("le.cs", source.encode("utf-16")),
+        ("be.cs", b"\xfe\xff" + source.encode("utf-16-be")),
+    ):
+        (tmp_path / name).write_bytes(data)
+        assert extract(tmp_path / name, name, 4000).text == source.replace("\r\n", "\n")
+    idx = Index.open(tmp_path, embedder="none")
+    assert idx.index().files["added"] == 2
+    found = idx.find_symbol("Größe").results
+    assert sorted((r["path"], r["line"]) for r in found) == [("be.cs", 3), ("le.cs", 3)]
+    assert idx.read("le.cs:5").results[0]["content"] == "    void Run() {}"

@@ -29,11 +29,24 @@ def strip_front_matter(text: str) -> str:
     return blanked + text[match.end() :]
 
 
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def looks_binary(data: bytes) -> bool:
+    """A NUL byte near the start, in a file that does not open with a UTF-16 byte order mark
+    (Windows tools write sources, .rc and .ps1 files, in UTF-16, where every ASCII letter has a NUL)."""
+    return b"\0" in data[:8192] and not data.startswith(_UTF16_BOMS)
+
+
 def decode(data: bytes) -> str:
-    """UTF-8 with replacement (never a crash), BOM dropped, newlines normalised to \\n."""
+    """UTF-8 (or UTF-16 after its byte order mark) with replacement, never a crash; BOM dropped,
+    newlines normalised to \\n."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    text = data.decode("utf-8", errors="replace")
+    if data.startswith(_UTF16_BOMS):
+        text = data.decode("utf-16", errors="replace")  # the BOM says which byte order, and goes
+    else:
+        text = data.decode("utf-8", errors="replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
@@ -47,7 +60,7 @@ def extract(path: Path, rel: str, max_line_chars: int) -> Extracted:
     """Read and normalise one file; raises Unindexable with the reason, OSError if it vanished."""
     with open(path, "rb") as fh:
         data = fh.read()
-    if b"\0" in data[:8192]:
+    if looks_binary(data):
         raise Unindexable("binary (NUL byte)")
     text = decode(data)
     if max_line_chars and len(text) > max_line_chars:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from ragraf.corpus.extract import decode, sha256_text, strip_front_matter
+from ragraf.corpus.extract import decode, looks_binary, sha256_text, strip_front_matter
 from ragraf.corpus.rules import is_secret
 from ragraf.errors import PathOutsideRootError, UsageError
 
@@ -101,7 +101,7 @@ def read_live(root: Path, path: str, end_line: int | None = None) -> LiveText:
             total = _count_lines(fh, data) if big else 0
     except OSError as exc:
         raise UsageError(f"{rel} cannot be read: {exc.strerror}", suggest="check its permissions") from None
-    if b"\0" in data[:8192]:
+    if looks_binary(data):
         raise UsageError(f"{rel} is binary", suggest="ragraf reads text files only")
     text = decode(data)
     lines = _lines(text)
