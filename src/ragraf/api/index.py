@@ -7,9 +7,7 @@ import dataclasses
 import functools
 import json
 import os
-import re
 import sqlite3
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,10 +15,9 @@ from typing import Any, TypeVar
 
 from ragraf.api.envelope import Capability, Envelope, SearchResult, StaleWarning
 from ragraf.config import Settings, load_settings
-from ragraf.corpus import Unindexable, discover, extract
-from ragraf.corpus.discover import read_ignore_file
+from ragraf.corpus import discover
+from ragraf.corpus.discover import left_out
 from ragraf.corpus.gitrepo import BaseRef, commits_between
-from ragraf.corpus.rules import excluded_reason
 from ragraf.embed import Embedder, make_embedder
 from ragraf.errors import (
     EmbedderError,
@@ -31,7 +28,7 @@ from ragraf.errors import (
     StoreError,
     UsageError,
 )
-from ragraf.facts.lookup import find_definitions, find_references
+from ragraf.facts.lookup import bare_name, find_definitions, find_references
 from ragraf.freshness.changes import changes_report
 from ragraf.freshness.guard import DriftSet, GuardResult, guard
 from ragraf.freshness.live_read import confine, parse_spec, read_live
@@ -525,7 +522,6 @@ class Index:
         tmp.write_text(json.dumps(totals, indent=1))
         os.replace(tmp, self._totals_path())
 
-    @names_damage
     def embedding_totals(self) -> dict[str, dict[str, int]]:
         try:
             return json.loads(self._totals_path().read_text())
@@ -648,7 +644,7 @@ class Index:
         if env.state == "refused":
             return env
         hits = find_references(self.store(), rev.rev_no, name, calls)
-        bare = re.split(r"::|[.#]", name.strip())[-1]
+        bare = bare_name(name)
         if bare != name.strip():
             # A use records the name used, not what it was called on: the qualifier cannot narrow.
             env.notes.append(
@@ -715,7 +711,12 @@ class Index:
                 f"line range {start_line}-{end_line} is outside {live.path} (1-{total})",
                 suggest=f"ask for lines within 1-{total}",
             )
-        why = left_out(self.settings, live.path, self.settings.root / live.path) if indexed is None else None
+        settings = self.settings
+        why = (
+            left_out(settings.root, live.path, settings.max_file_bytes, settings.max_line_chars)
+            if indexed is None
+            else None
+        )
         if why:
             env.notes.append(f"{live.path} is {why}")
         differs = indexed is None or indexed.sha256 != live.sha256
@@ -892,30 +893,6 @@ def _require_name(name: str) -> None:
         raise UsageError("the name is empty", suggest="give a symbol name, e.g. TCPConnector or Client.send")
 
 
-def left_out(settings: Settings, rel: str, real: Path) -> str | None:
-    """Why an existing file is not in any revision, or None when the next index would take it in
-    (it is new since): a path rule, its size or content, an ignore file."""
-    rule = excluded_reason(rel)
-    if rule:
-        return f"left out of the index by a path rule ({rule})"
-    try:
-        size = real.stat().st_size
-        if size > settings.max_file_bytes:
-            return f"left out of the index: larger than {settings.max_file_bytes} bytes"
-        extract(real, rel, settings.max_line_chars)
-    except Unindexable as exc:
-        return f"left out of the index: {exc}"
-    except OSError as exc:
-        return f"not readable ({exc.strerror})"
-    ignored = subprocess.run(
-        ["git", "check-ignore", "-q", "--", rel], cwd=settings.root, capture_output=True, check=False
-    )
-    spec = read_ignore_file(settings.root / ".ragrafignore")
-    if ignored.returncode == 0 or (spec is not None and spec.match_file(rel)):
-        return "left out of the index by an ignore file"
-    return None
-
-
 def _not_outlined(settings: Settings, rel: str, real: Path, rev: str) -> UsageError:
     """Why a path has no outline in the revision, in the words that say what to do."""
     if real.is_dir():
@@ -924,7 +901,7 @@ def _not_outlined(settings: Settings, rel: str, real: Path, rev: str) -> UsageEr
         )
     if not real.is_file():
         return UsageError(f"{rel} is not in {rev} and not on disk", suggest="check the path")
-    why = left_out(settings, rel, real)
+    why = left_out(settings.root, rel, settings.max_file_bytes, settings.max_line_chars)
     if why:
         return UsageError(f"{rel} is {why}", suggest="read it yourself if you need it")
     return UsageError(

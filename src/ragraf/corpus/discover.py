@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from ragraf.corpus.extract import Unindexable, extract
 from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason, is_secret
 
 
@@ -207,3 +208,26 @@ def dir_stamps(root: Path) -> dict[str, int]:
         except OSError:
             continue
     return stamps
+
+
+def left_out(root: Path, rel: str, max_file_bytes: int, max_line_chars: int) -> str | None:
+    """Why an existing file is in no revision, or None when the next index run takes it in (it is
+    new since): a path rule, its size or content, an ignore file."""
+    rule = excluded_reason(rel)
+    if rule:
+        return f"left out of the index by a path rule ({rule})"
+    try:
+        if (root / rel).stat().st_size > max_file_bytes:
+            return f"left out of the index: larger than {max_file_bytes} bytes"
+        extract(root / rel, rel, max_line_chars)
+    except Unindexable as exc:
+        return f"left out of the index: {exc}"
+    except OSError as exc:
+        return f"not readable ({exc.strerror})"
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "--", rel], cwd=root, capture_output=True, check=False
+    )
+    spec = read_ignore_file(root / ".ragrafignore")
+    if ignored.returncode == 0 or (spec is not None and spec.match_file(rel)):
+        return "left out of the index by an ignore file"
+    return None

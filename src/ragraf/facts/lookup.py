@@ -143,10 +143,15 @@ def _modules(store: Store, rev_no: int, name: str) -> list[FactHit]:
     return found
 
 
+def bare_name(name: str) -> str:
+    """The last part of a qualified name (`Client.send`, `a::b`, `$x->y`): what a use records."""
+    parts = [p for p in _QUALIFIER.split(name.strip()) if p and not _QUALIFIER.fullmatch(p)]
+    return parts[-1] if parts else ""
+
+
 def find_references(store: Store, rev_no: int, name: str, calls_only: bool) -> list[FactHit]:
     """References (or only calls) of a name, grouped by path and enclosing definition."""
-    parts = [p for p in _QUALIFIER.split(name.strip()) if p and not _QUALIFIER.fullmatch(p)]
-    bare = parts[-1] if parts else ""
+    bare = bare_name(name)
     if not bare:
         return []
     hits = store.find_facts(rev_no, "ref", name=bare, exact=True, limit=5000)
