@@ -122,8 +122,13 @@ async def serve_stdio(runner: ToolRunner) -> None:
                 async for item in read_stream:
                     if not isinstance(item, Exception):
                         await forward.send(item)
-                    elif (reply := unreadable_reply(item)) is not None:
-                        await write_stream.send(SessionMessage(reply))
+                        continue
+                    try:
+                        reply = unreadable_reply(item)
+                        if reply is not None:
+                            await write_stream.send(SessionMessage(reply))
+                    except Exception:  # an answer to garbage must never end the server
+                        log.exception("could not answer an unreadable request")
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(answer_unreadable)
@@ -133,31 +138,45 @@ async def serve_stdio(runner: ToolRunner) -> None:
 def unreadable_reply(error: Exception) -> types.JSONRPCError | None:
     """The JSON-RPC error for a line the SDK could not read: a request whose text holds a lone
     surrogate (a string cut inside an emoji) gets invalid params under its own id; a line that is
-    no JSON at all a parse error. A notification gets nothing, as JSON-RPC wants."""
+    no JSON a parse error; a batch or another shape invalid request. A notification gets nothing,
+    as JSON-RPC wants."""
     import mcp_types as types
 
-    errors = getattr(error, "errors", None)
-    raw = errors()[0].get("input") if callable(errors) and errors() else None
-    if not isinstance(raw, str | bytes):
-        return None
-    try:
-        request = json.loads(raw)
-    except ValueError:
+    def reply(request_id: object, code: int, message: str) -> types.JSONRPCError:
+        if (
+            not isinstance(request_id, int | str)
+            or isinstance(request_id, bool)
+            or not _encodable(str(request_id))
+        ):
+            request_id = None  # an id that cannot be sent back (a lone surrogate in it) is answered as null
         return types.JSONRPCError(
-            jsonrpc="2.0",
-            id=None,
-            error=types.ErrorData(code=-32700, message="parse error: the line is not JSON"),
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
         )
-    if not isinstance(request, dict) or "method" not in request or "id" not in request:
-        return None
-    return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request["id"],
-        error=types.ErrorData(
-            code=-32602,
-            message="invalid params: a string is not valid Unicode (a lone surrogate); send UTF-8 text",
-        ),
+
+    errors = getattr(error, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else {}
+    raw = first.get("input")
+    unparsed = first.get("type") == "json_invalid" and isinstance(raw, str | bytes)
+    if unparsed:  # the SDK could not parse the line; Python's json may
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return reply(None, -32700, "parse error: the line is not JSON")
+    if isinstance(raw, list):
+        return reply(None, -32600, "invalid request: batches are not supported")
+    if not unparsed or not isinstance(raw, dict) or "method" not in raw or "id" not in raw:
+        return None  # a notification, or a shape whose id cannot be trusted
+    return reply(
+        raw["id"], -32602, "invalid params: a string is not valid Unicode (a lone surrogate); send UTF-8 text"
     )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def run(root: Path | str = ".", log_level: str = "WARNING", overrides: dict[str, Any] | None = None) -> None:
