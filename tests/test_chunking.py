@@ -121,3 +121,22 @@ def test_a_long_run_of_python_comments_keeps_every_line_true() -> None:
     ]
     chunks = chunk_text(text, "python", 1500, 200)
     assert chunks[-1].end_line == 5005 and "def after" in chunks[-1].text
+
+
+def test_lines_starting_with_a_hash_inside_strings_are_not_taken_for_a_comment_run() -> None:
+    docstring = (
+        'def f():\n    """Docs:\n'
+        + "".join(f"# item {i}\n" for i in range(120))
+        + '# end """\n    return 1\n'
+    )
+    continued = (
+        's = "start \\\n' + "".join(f"# part {i} \\\n" for i in range(120)) + 'end"\ndef after(): pass\n'
+    )
+    for text, expected in (
+        (docstring, [("f", 1, 124)]),
+        (continued, [("s", 1, 122), ("after", 123, 123)]),
+    ):
+        tree = parse(text, "python")
+        assert not tree.root_node.has_error
+        facts = extract_facts(text, "python", tree=tree)
+        assert [(d.name, d.line, d.end_line) for d in facts.definitions] == expected

@@ -26,14 +26,38 @@ def _parser(language: str) -> Any:
 # makes a run of comment lines quadratic (20,000 took 10 s). Such a run is parsed as blank lines
 # of the same length: bytes, lines and columns stay true, and no fact or chunk comes from comments.
 _COMMENT_RUN = re.compile(rb"(?:^[ \t]*#[^\n]*\n){100,}", re.MULTILINE)
-_NOT_NEWLINE = re.compile(rb"[^\n]")
+# Comments and strings of Python, to tell a comment line from a line inside a string that starts
+# with "#": each character is taken by one branch only, so the scan is linear.
+_PY_COMMENT_OR_STRING = re.compile(
+    rb"""(?P<comment>\#[^\n]*)"""
+    rb"""|[rRbBuUfF]{0,2}(?:"{3}(?:[^"\\]|\\.|"(?!""))*(?:"{3}|\Z)|'{3}(?:[^'\\]|\\.|'(?!''))*(?:'{3}|\Z)"""
+    rb"""|"(?:[^"\\\n]|\\.)*(?:"|\n|\Z)|'(?:[^'\\\n]|\\.)*(?:'|\n|\Z))""",
+    re.DOTALL,
+)
+
+
+def _blank_comment_runs(data: bytes) -> bytes:
+    """Python source with each line of a long comment run (not inside a string) made blanks."""
+    runs = [m.span() for m in _COMMENT_RUN.finditer(data)]
+    if not runs:
+        return data
+    out = bytearray(data)
+    for token in _PY_COMMENT_OR_STRING.finditer(data):
+        start, end = token.span("comment")
+        if start < 0 or not any(a <= start < b for a, b in runs):
+            continue
+        line_start = data.rfind(b"\n", 0, start) + 1
+        if data[line_start:start].strip(b" \t"):
+            continue  # code before the comment on its line
+        out[line_start:end] = b" " * (end - line_start)
+    return bytes(out)
 
 
 def parse(text: str, language: str) -> Any | None:
     """A tree-sitter tree for the text, or None when the grammar is unavailable."""
     data = text.encode("utf-8", errors="surrogatepass")
     if language == "python" and b"#" in data:
-        data = _COMMENT_RUN.sub(lambda run: _NOT_NEWLINE.sub(b" ", run.group()), data)
+        data = _blank_comment_runs(data)
     try:
         return _parser(language).parse(data)
     except (LookupError, ValueError, RuntimeError, ImportError):
