@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from support import git, init_git, write
 
 from ragraf import Index
 from ragraf.corpus import discover, extract
-from ragraf.corpus.extract import strip_front_matter
+from ragraf.corpus.extract import Unindexable, strip_front_matter
 
 MiB = 1024 * 1024
 
@@ -143,3 +144,11 @@ def test_utf16_with_a_byte_order_mark_is_text(tmp_path: Path) -> None:
     found = idx.find_symbol("Größe").results
     assert sorted((r["path"], r["line"]) for r in found) == [("be.cs", 3), ("le.cs", 3)]
     assert idx.read("le.cs:5").results[0]["content"] == "    void Run() {}"
+    # UTF-32 (its mark begins with UTF-16's) and binary data after FF FE stay binary.
+    for name, data in (
+        ("u32.cs", source.encode("utf-32")),
+        ("blob.bin.cs", b"\xff\xfe" + bytes(range(256)) * 8),
+    ):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(Unindexable):
+            extract(tmp_path / name, name, 4000)

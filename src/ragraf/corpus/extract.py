@@ -33,9 +33,15 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def looks_binary(data: bytes) -> bool:
-    """A NUL byte near the start, in a file that does not open with a UTF-16 byte order mark
-    (Windows tools write sources, .rc and .ps1 files, in UTF-16, where every ASCII letter has a NUL)."""
-    return b"\0" in data[:8192] and not data.startswith(_UTF16_BOMS)
+    """A NUL byte near the start, unless the file is UTF-16 text after its byte order mark (Windows
+    tools write sources, .rc and .ps1 files so, with a NUL in every ASCII letter)."""
+    head = data[:8192]
+    if b"\0" not in head:
+        return False
+    if not head.startswith(_UTF16_BOMS) or head.startswith(b"\xff\xfe\x00\x00"):  # UTF-32 is not read
+        return True
+    sample = head[: len(head) // 2 * 2].decode("utf-16", errors="replace")
+    return "\0" in sample or sample.count("\ufffd") > len(sample) // 100
 
 
 def decode(data: bytes) -> str:
