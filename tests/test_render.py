@@ -42,13 +42,20 @@ def test_the_text_fits_the_budget_and_the_warning_comes_first(budget: int) -> No
     assert env.truncated["results"] == 10 - shown
 
 
-def test_snippets_shrink_before_results_are_elided() -> None:
-    env = envelope()
+def test_snippets_shrink_before_results_are_elided_and_the_best_keep_their_code() -> None:
     full = render_search(envelope(), 10**6)
-    text = render_search(env, 2000)
     assert len(full.encode()) > 20_000
-    assert all(f"src/pkg/module_{i}.py:{10 * i + 1}-{10 * i + 40}" in text for i in range(10))
-    assert "more lines)" in text and env.truncated["results"] == 0 and env.truncated["bytes"] > 0
+    env = envelope()
+    text = render_search(env, 2000)
+    blocks = text.split("\n\n")[1:]
+    shown = [b for b in blocks if b.startswith("src/pkg/")]
+    assert 3 <= len(shown) < 10 and env.truncated["results"] == 10 - len(shown)
+    assert [b.split(":", 1)[0] for b in shown] == [f"src/pkg/module_{i}.py" for i in range(len(shown))]
+    for block in shown:  # each shown result keeps a trimmed snippet, the best ones included
+        assert block.count("\n    line ") >= 3 and "more lines)" in block
+    # Too little room for one snippet: the best result still gives its path:start-end.
+    bare = render_search(envelope(), 250)
+    assert "src/pkg/module_0.py:1-40" in bare and "more results elided" in bare
 
 
 def test_a_budget_smaller_than_the_warnings_keeps_them_whole() -> None:

@@ -33,15 +33,15 @@ def _result_block(r: SearchResult, max_lines: int | None) -> str:
     return f"{r.path}:{r.start_line}-{r.end_line}{sym}{tag}\n" + "\n".join(lines)
 
 
-def _fitted(r: SearchResult, room: int) -> tuple[str, int]:
+def _fitted(r: SearchResult, room: int, bare: bool) -> tuple[str, int]:
     """A result's block within `room` bytes if it can be: its snippet halved down to a few lines,
-    then to none (the path:start-end line alone); and how many snippet lines it keeps."""
+    then (when `bare`) to none, the path:start-end line alone; and how many snippet lines it keeps."""
     max_lines = len(r.snippet.split("\n"))
     block = _result_block(r, None)
     while len(block.encode()) + 2 > room and max_lines > _MIN_SNIPPET_LINES:
         max_lines = max(_MIN_SNIPPET_LINES, max_lines // 2)
         block = _result_block(r, max_lines)
-    if len(block.encode()) + 2 > room:
+    if bare and len(block.encode()) + 2 > room:
         max_lines = 0
         block = _result_block(r, 0)
     return block, max_lines
@@ -59,7 +59,11 @@ def render_search(env: Envelope, budget_bytes: int = 16 * 1024, more: str = "use
     kept: list[int] = []  # snippet bytes each block shows
     for i, r in enumerate(results):
         remaining = budget_bytes - used
-        block, max_lines = _fitted(r, remaining // (len(results) - i))
+        # A share of what is left each, down to a few lines; the best result alone may go bare
+        # rather than leave the answer empty (lower ones are elided first).
+        block, max_lines = _fitted(r, remaining // (len(results) - i), bare=False)
+        if len(block.encode()) + 2 > remaining and not blocks:
+            block, max_lines = _fitted(r, remaining, bare=True)
         if len(block.encode()) + 2 > remaining:
             break
         blocks.append(block)
