@@ -116,7 +116,7 @@ def test_empty_folder_indexes_to_an_empty_revision(tmp_path: Path) -> None:
     assert Index.open(tmp_path).search("anything").results == []
 
 
-@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, "foreign", "pages"])
+@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, "foreign", "pages", "fts"])
 def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garbage: object) -> None:
     idx = Index.open(sample)
     idx.index()
@@ -130,6 +130,10 @@ def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garba
         other.execute("CREATE TABLE users (id INTEGER)")
         other.commit()
         other.close()
+    elif garbage == "fts":  # the lexical index's own blocks scrambled: sound pages, a broken index
+        with sqlite3.connect(db_path) as db:
+            db.execute("UPDATE chunks_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+        db.close()
     elif garbage == "pages":  # the schema intact, the manifest's page overwritten: found only when read
         with sqlite3.connect(db_path) as db:
             page_size = db.execute("PRAGMA page_size").fetchone()[0]
@@ -145,9 +149,13 @@ def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garba
     assert "ragraf index --full" in err.value.suggest
     out = run_cli("search", "TCPConnector", "--root", str(sample))
     assert out.returncode == 1 and "Traceback" not in out.stderr and "--full" in out.stderr
-    out = run_cli("def", "TCPConnector", "--root", str(sample), "--json")
-    assert out.returncode == 1 and json.loads(out.stdout)["error"]["code"] == "index_corrupt"
-    assert run_cli("index", "--root", str(sample)).returncode == 1
+    if garbage != "fts":  # facts and the manifest do not read the lexical index
+        out = run_cli("def", "TCPConnector", "--root", str(sample), "--json")
+        assert out.returncode == 1 and json.loads(out.stdout)["error"]["code"] == "index_corrupt"
+        assert run_cli("index", "--root", str(sample)).returncode == 1
+    else:
+        doctor = run_cli("doctor", "--check", "--root", str(sample))
+        assert doctor.returncode == 1 and "the file is damaged" in doctor.stdout, doctor
     rebuilt = cli_json("index", "--full", "--root", str(sample))
     assert rebuilt["index_rev"] == "rev-0001"
     assert Index.open(sample).search("TCPConnector").results[0].path == "src/app/server.py"

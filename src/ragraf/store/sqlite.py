@@ -841,16 +841,21 @@ class SqliteStore:
                 problems.append(f"vectors of {model} with several dimensions: {sorted(d[0] for d in dims)}")
         damaged = self.damaged()
         if damaged:
-            problems.append(f"SQLite quick_check: {damaged}")
+            problems.append(f"the file is damaged: {damaged}")
         return problems
 
     def damaged(self) -> str | None:
-        """SQLite's first complaint about the file's pages (quick_check reads them all), or None."""
+        """SQLite's first complaint about the file's pages (quick_check reads them all) or about the
+        lexical index's own structures, which quick_check does not look into; None when sound."""
         try:
             verdict = self.db.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if verdict != "ok":
+                return str(verdict)
+            for table in ("chunks_fts", "chunks_fts_retained"):
+                self.db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as exc:
             return str(exc)
-        return None if verdict == "ok" else str(verdict)
+        return None
 
     # retention -----------------------------------------------------------------------------
 
