@@ -164,7 +164,15 @@ def test_live_read_numbers_lines_and_compares_with_the_index(sample: Path) -> No
 
 
 def test_live_read_counts_lines_as_an_editor_and_reads_what_the_index_leaves_out(sample: Path) -> None:
-    write(sample, {"two.py": "def hello():\n    return 1\n", "node_modules/x/i.js": "let y = 1;\n"})
+    write(
+        sample,
+        {
+            "two.py": "def hello():\n    return 1\n",
+            "node_modules/x/i.js": "let y = 1;\n",
+            "gen/.gitignore": "*.out.py\n",  # a nested .gitignore, in a folder that is no git work tree
+            "gen/a.out.py": "x = 1\n",
+        },
+    )
     (sample / "big.log").write_text("".join(f"line {i}\n" for i in range(600_000)))  # over the read limit
     idx = indexed(sample)
     two = idx.read("two.py").results[0]
@@ -172,7 +180,11 @@ def test_live_read_counts_lines_as_an_editor_and_reads_what_the_index_leaves_out
     with pytest.raises(UsageError):
         idx.read("two.py", 3, 3)
     # Files no index run takes in read as they are, without a claim of drift or advice to reindex.
-    for spec, why in (("node_modules/x/i.js", "path rule"), ("big.log:3-4", "larger than")):
+    for spec, why in (
+        ("node_modules/x/i.js", "path rule"),
+        ("big.log:3-4", "larger than"),
+        ("gen/a.out.py", "an ignore file"),
+    ):
         env = idx.read(spec)
         assert env.state == "fresh" and not env.stale_warnings and any(why in n for n in env.notes), env
     big = idx.read("big.log:3-4").results[0]

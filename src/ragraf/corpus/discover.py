@@ -90,31 +90,45 @@ def _ask_git(root: Path) -> list[str] | None:
     return paths
 
 
-def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
-    """A walk that never follows symlinks and applies nested .gitignore files."""
-    result: list[str] = []
-    specs: dict[str, GitIgnoreSpec] = {}
+class GitIgnores:
+    """The .gitignore files of a folder tree, each read once when first needed; nested ones apply
+    below their folder, and a later `!pattern` can re-include."""
 
-    def ignored(rel: str, is_dir: bool) -> bool:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.specs: dict[str, GitIgnoreSpec | None] = {}
+
+    def _spec(self, folder: str) -> GitIgnoreSpec | None:
+        if folder not in self.specs:
+            self.specs[folder] = read_ignore_file(self.root / folder / ".gitignore")
+        return self.specs[folder]
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
         verdict = None
         parts = rel.split("/")
         for depth in range(len(parts)):
-            base = "/".join(parts[:depth])
-            spec = specs.get(base)
+            spec = self._spec("/".join(parts[:depth]))
             if spec is None:
                 continue
-            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
-            check = spec.check_file(sub)
+            check = spec.check_file("/".join(parts[depth:]) + ("/" if is_dir else ""))
             if check.include is not None:
                 verdict = check.include
         return bool(verdict)
 
+    def excludes(self, rel: str) -> bool:
+        """Whether a walk leaves the file out: it, or a folder above it, is ignored."""
+        parts = rel.split("/")
+        folders = ("/".join(parts[:k]) for k in range(1, len(parts)))
+        return any(self.ignored(f, True) for f in folders) or self.ignored(rel, False)
+
+
+def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
+    """A walk that never follows symlinks and applies nested .gitignore files."""
+    result: list[str] = []
+    ignored = GitIgnores(root).ignored
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
-        spec = read_ignore_file(Path(dirpath) / ".gitignore")
-        if spec is not None:
-            specs[rel_dir] = spec
         prefix = f"{rel_dir}/" if rel_dir else ""
         keep = []
         for d in sorted(dirnames):
@@ -224,10 +238,16 @@ def left_out(root: Path, rel: str, max_file_bytes: int, max_line_chars: int) -> 
         return f"left out of the index: {exc}"
     except OSError as exc:
         return f"not readable ({exc.strerror})"
-    ignored = subprocess.run(
+    # git's own answer inside a work tree (it knows the global and info/exclude files too), the
+    # .gitignore files as the walk reads them outside one (git check-ignore exits 128 there).
+    in_git = subprocess.run(
         ["git", "check-ignore", "-q", "--", rel], cwd=root, capture_output=True, check=False
     )
     spec = read_ignore_file(root / ".ragrafignore")
-    if ignored.returncode == 0 or (spec is not None and spec.match_file(rel)):
+    if (
+        in_git.returncode == 0
+        or (in_git.returncode == 128 and GitIgnores(root).excludes(rel))
+        or (spec is not None and spec.match_file(rel))
+    ):
         return "left out of the index by an ignore file"
     return None
