@@ -491,6 +491,20 @@ def test_a_file_written_while_the_run_reads_it_keeps_its_last_entry(
     assert [r["path"] for r in idx.find_symbol("fresher").results] == ["src/app/fresh.py"]
 
 
+def test_a_content_whose_first_file_changed_mid_run_is_read_from_another(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = Index.open(sample, embedder="none")
+    idx.index()
+    twin = "def twin():\n    return 2\n"
+    write(sample, {"src/a_twin.py": twin, "src/b_twin.py": twin})
+    _written_after_hashing(monkeypatch, sample, {"src/a_twin.py": "def changed():\n    pass\n"})
+    report = idx.index()
+    assert report.files["added"] == 2 and not report.warnings, report
+    assert [r["path"] for r in idx.find_symbol("twin").results] == ["src/a_twin.py", "src/b_twin.py"]
+    assert {w.path for w in idx.status().stale_warnings} == {"src/a_twin.py"}  # the guard saw the edit
+
+
 @pytest.mark.skipif(
     os.geteuid() == 0 and not shutil.which("setpriv"),
     reason="as root, only setpriv can take away the right to read",

@@ -201,34 +201,42 @@ def hash_files(
 def store_contents(
     store: Store,
     settings: Settings,
-    need: dict[ContentKey, HashedFile],
+    need: dict[ContentKey, list[str]],
     progress: Progress,
     warnings: list[str],
 ) -> tuple[dict[ContentKey, int], int]:
-    """The content ids of these files, chunking and storing what the index does not hold yet;
-    also how many chunks were new. Content already stored (another path, an older revision, a
-    killed run) is reused as is. A file the parser gave up on adds to `warnings`; one that changed
-    (or vanished) since it was hashed has no content id: see `unsettled`."""
+    """The content ids of these contents (each with the paths that hold it), chunking and storing
+    what the index does not hold yet; also how many chunks were new. Content already stored
+    (another path, an older revision, a killed run) is reused as is. A file the parser gave up on
+    adds to `warnings`. A content whose file changed (or vanished) since it was hashed is read from
+    another path that holds it; with none left it has no id: see `unsettled`."""
     ids = store.content_ids(list(need))
     missing = [key for key in need if key not in ids]
     new_chunks = 0
     progress.start("chunking files", len(missing))
     batch: list[ContentBundle] = []
-    jobs = [(key, need[key].stat.path) for key in missing]
-    for (_, path), bundle in zip(jobs, prepare_all(jobs, settings), strict=True):
-        progress.advance()
-        if bundle is None:
-            continue
-        if bundle.facts_status == FAILED:
-            warnings.append(
-                f"{path}: parsing took longer than {settings.parse_timeout_s:g} s (or crashed the parser); "
-                "indexed by lines, without facts"
-            )
-        new_chunks += len(bundle.chunks)
-        batch.append(bundle)
-        if len(batch) >= _BATCH_FILES:
-            ids.update(store.add_contents(batch))
-            batch = []
+    jobs = [(key, need[key][0]) for key in missing]
+    tries = 1
+    while jobs:
+        failed = []
+        for (key, path), bundle in zip(jobs, prepare_all(jobs, settings), strict=True):
+            if tries == 1:
+                progress.advance()
+            if bundle is None:
+                failed.append(key)
+                continue
+            if bundle.facts_status == FAILED:
+                warnings.append(
+                    f"{path}: parsing took longer than {settings.parse_timeout_s:g} s (or crashed the parser); "
+                    "indexed by lines, without facts"
+                )
+            new_chunks += len(bundle.chunks)
+            batch.append(bundle)
+            if len(batch) >= _BATCH_FILES:
+                ids.update(store.add_contents(batch))
+                batch = []
+        jobs = [(key, need[key][tries]) for key in failed if len(need[key]) > tries]
+        tries += 1
     ids.update(store.add_contents(batch))
     progress.done()
     return ids, new_chunks
@@ -281,7 +289,10 @@ def index_moved(
     chunker = settings.chunk_params()
     keyed = [((hf.sha256, language_of(hf.stat.path), chunker), hf) for hf in hashed]
     warnings: list[str] = []
-    ids, new_chunks = store_contents(store, settings, dict(keyed), progress, warnings)
+    holding: dict[ContentKey, list[str]] = {}
+    for key, hf in keyed:
+        holding.setdefault(key, []).append(hf.stat.path)
+    ids, new_chunks = store_contents(store, settings, holding, progress, warnings)
     kept, busy, in_flight = unsettled(keyed, ids, old)
     warnings += busy
     now_entries = [
@@ -416,7 +427,7 @@ def run_index(
     chunker = settings.chunk_params()
 
     manifest: list[ManifestEntry] = []
-    need: dict[tuple[str, str, str], HashedFile] = {}
+    need: dict[ContentKey, list[str]] = {}  # each new content, with the paths that hold it
     fresh: list[HashedFile] = []  # the files whose content this run must find or store
     counts: Counter[str] = Counter()
     for hf in hashed:
@@ -432,7 +443,7 @@ def run_index(
             if not full:
                 manifest.append(ManifestEntry(path, hf.sha256, old.content_id, hf.stat.size))
                 continue
-        need.setdefault((hf.sha256, language, chunker), hf)
+        need.setdefault((hf.sha256, language, chunker), []).append(hf.stat.path)
         fresh.append(hf)
     seen_paths = {hf.stat.path for hf in hashed}
     counts["deleted"] = sum(1 for p in old_manifest if p not in seen_paths)
