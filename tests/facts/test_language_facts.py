@@ -535,7 +535,7 @@ VALUES: dict[str, tuple[str, set[tuple[str, str, int]], set[str]]] = {
             ("constant", "LIMIT", 1),
             ("variable", "g_count", 2),
             ("variable", "g_other", 2),
-            ("constant", "names", 3),
+            ("variable", "names", 3),  # a pointer to constants, itself not one
             ("variable", "handler", 4),
             ("variable", "configured", 13),
         },
@@ -637,3 +637,14 @@ def test_function_valued_fields_properties_and_prototype_members_are_methods(lan
         ("method", "Legacy.greet", 12),
     } <= found
     assert not {name for _, name, _ in found} & {"Button.size", "api.limit", "greet"}
+
+
+def test_a_cpp_header_read_as_c_gives_no_made_up_variables() -> None:
+    # A .h file is C to the grammar: a C++ template it cannot read leaves its body at file scope.
+    text = "template <class T> void rotate(T first) {\n  int __m1 = 0;\n  return;\n}\nint kept_out = 1;\n"
+    assert [d.name for d in extract_facts(text, "c").definitions if d.kind in ("variable", "constant")] == []
+
+
+def test_functions_in_an_object_passed_to_a_call_are_no_methods() -> None:
+    text = 'Object.defineProperty(exports, "X", { enumerable: true, get: function () { return 1; } });\n'
+    assert [d.name for d in extract_facts(text, "javascript").definitions] == []

@@ -133,11 +133,25 @@ def _c_variable(node: Node, name: str) -> str | None:
     if declaration is None or _declares_function(node) or not _at_file_scope(declaration):
         return None
     # Error recovery around macros and C++ in .h files makes up variables: `GLAPI void APIENTRY
-    # f(...);` gives a declaration `GLAPI void` of a variable named void. Only clean ones count.
-    if declaration.has_error or name in _C_TYPE_WORDS:
+    # f(...);` gives a declaration `GLAPI void` of a variable named void, and a C++ template the C
+    # grammar cannot read leaves its body's locals at file scope. Only files that parse cleanly count.
+    if declaration.has_error or name in _C_TYPE_WORDS or _root(declaration).has_error:
         return None
     qualifiers = {text(child) for child in declaration.children if child.type == "type_qualifier"}
-    return "constant" if qualifiers & {"const", "constexpr"} else constant_or_variable(node, name)
+    if not qualifiers & {"const", "constexpr"}:
+        return constant_or_variable(node, name)
+    pointer = node.child_by_field_name("declarator") if node.type == "init_declarator" else node
+    if pointer is not None and pointer.type == "pointer_declarator":
+        # `const char *names[]` points at constants; only `char *const p` is a constant pointer.
+        own = {text(child) for child in pointer.children if child.type == "type_qualifier"}
+        return "constant" if "const" in own else "variable"
+    return "constant"
+
+
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
 
 
 def _declares_function(node: Node | None) -> bool:

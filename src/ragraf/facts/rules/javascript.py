@@ -118,7 +118,11 @@ def _is_prototype(node: Node) -> bool:
 
 
 def _key(node: Node) -> list[Named]:
-    # `post: function () {}` is found as the shorthand `post() {}` is.
+    # `post: function () {}` is found as the shorthand `post() {}` is; not in an object passed to
+    # a call (`Object.defineProperty(exports, "X", {get: function () {…}})`), which defines nothing.
+    holder = node.parent.parent if node.parent is not None else None
+    if holder is not None and holder.type == "arguments":
+        return []
     return [(node.child_by_field_name("key"), None, None)]
 
 
