@@ -189,6 +189,12 @@ def test_live_read_counts_lines_as_an_editor_and_reads_what_the_index_leaves_out
         assert env.state == "fresh" and not env.stale_warnings and any(why in n for n in env.notes), env
     big = idx.read("big.log:3-4").results[0]
     assert (big["content"], big["total_lines"]) == ("line 2\nline 3", 600_000)
+    end = idx.read("big.log:599999-600005").results[0]  # near the end: the lines before are counted, not kept
+    assert (end["start_line"], end["end_line"], end["content"]) == (
+        599_999,
+        600_000,
+        "line 599998\nline 599999",
+    )
     text = run_cli("read", "node_modules/x/i.js", "--root", str(sample)).stdout
     assert "(not in the index)" in text
 

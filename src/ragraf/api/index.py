@@ -701,7 +701,7 @@ class Index:
             path, start_line, end_line = parse_spec(path)
         rev = self._current()
         env = self._envelope("read", rev)
-        live = read_live(self.settings.root, path, end_line)
+        live = read_live(self.settings.root, path, start_line, end_line)
         indexed = self.store().manifest_entry(rev.rev_no, live.path)
         total = live.total_lines
         start = max(1, start_line or 1)
@@ -734,7 +734,8 @@ class Index:
         env.results.append({
             "path": live.path, "start_line": start, "end_line": end, "total_lines": total,
             "sha256": live.sha256, "indexed_sha256": indexed.sha256 if indexed else None,
-            "differs_from_index": differs, "stale": False, "content": "\n".join(live.lines[start - 1 : end]),
+            "differs_from_index": differs, "stale": False,
+            "content": "\n".join(live.lines[start - live.first_line : end - live.first_line + 1]),
         })  # fmt: skip
         return env
 

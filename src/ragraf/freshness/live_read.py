@@ -21,6 +21,7 @@ class LiveText:
     lines: list[str]  # all of them, or the first ones of a file over the read limit
     sha256: str  # "" for a file over the read limit: never indexed, nothing to compare
     total_lines: int
+    first_line: int = 1  # the number of lines[0]: a big file keeps only the lines asked for
 
 
 def parse_spec(spec: str) -> tuple[str, int | None, int | None]:
@@ -73,9 +74,9 @@ def _lines(text: str) -> list[str]:
     return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
 
 
-def read_live(root: Path, path: str, end_line: int | None = None) -> LiveText:
-    """The current text of a regular file inside the root (normalised as the indexer sees it). A
-    file over the read limit is read up to `end_line` when one is given, without its hash."""
+def read_live(root: Path, path: str, start_line: int | None = None, end_line: int | None = None) -> LiveText:
+    """The current text of a regular file inside the root (normalised as the indexer sees it). Of a
+    file over the read limit only the asked lines are kept, when a range is given, without a hash."""
     rel, target = confine(root, path)
     try:
         st = os.stat(target)
@@ -95,18 +96,24 @@ def read_live(root: Path, path: str, end_line: int | None = None) -> LiveText:
             f"{rel} is {st.st_size} bytes, over the {MAX_READ_BYTES} byte read limit",
             suggest="read a line range with PATH:START-END",
         )
+    first = max(1, start_line or 1) if big else 1
     try:
         with open(target, "rb") as fh:
-            data = _head(fh, end_line or 0, rel) if big else fh.read(MAX_READ_BYTES + 1)
-            total = _count_lines(fh, data) if big else 0
+            if big:
+                if looks_binary(fh.read(8192)):
+                    raise UsageError(f"{rel} is binary", suggest="ragraf reads text files only")
+                fh.seek(0)
+                data, total = _lines_of(fh, first, end_line or 0, rel)
+            else:
+                data = fh.read(MAX_READ_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"{rel} cannot be read: {exc.strerror}", suggest="check its permissions") from None
-    if looks_binary(data):
+    if not big and looks_binary(data):
         raise UsageError(f"{rel} is binary", suggest="ragraf reads text files only")
     text = decode(data)
     lines = _lines(text)
     if big:
-        return LiveText(rel, lines, "", total)
+        return LiveText(rel, lines, "", total, first)
     if rel.lower().endswith((".md", ".markdown", ".mdx")):
         hashed = sha256_text(strip_front_matter(text))
     else:
@@ -114,27 +121,24 @@ def read_live(root: Path, path: str, end_line: int | None = None) -> LiveText:
     return LiveText(rel, lines, hashed, len(lines))
 
 
-def _count_lines(fh: BinaryIO, head: bytes) -> int:
-    """All the lines of a big file whose head was read, counting the rest without keeping it."""
-    newlines, last = head.count(b"\n"), head[-1:]
+def _lines_of(fh: BinaryIO, first: int, last: int, rel: str) -> tuple[bytes, int]:
+    """Lines first..last of a big file (within the read limit), and how many lines it has in all;
+    the others are counted, block by block, never kept."""
+    kept: list[bytes] = []
+    size, line, last_byte = 0, 1, b""
     while block := fh.read(1 << 20):
-        newlines += block.count(b"\n")
-        last = block[-1:]
-    return newlines + (1 if last not in (b"", b"\n") else 0)
-
-
-def _head(fh: BinaryIO, end_line: int, rel: str) -> bytes:
-    """The first end_line lines of a big file, within the read limit."""
-    out, size = [], 0
-    for _ in range(end_line):
-        line = fh.readline(MAX_READ_BYTES + 1 - size)
-        if not line:
-            break
-        out.append(line)
-        size += len(line)
-        if size > MAX_READ_BYTES:
-            raise UsageError(
-                f"lines 1-{end_line} of {rel} are over the {MAX_READ_BYTES} byte read limit",
-                suggest="read a shorter line range",
-            )
-    return b"".join(out)
+        parts = block.split(b"\n")
+        for i, part in enumerate(parts):
+            ends_line = i < len(parts) - 1
+            if first <= line <= last:
+                kept.append(part + (b"\n" if ends_line else b""))
+                size += len(part) + 1
+                if size > MAX_READ_BYTES:
+                    raise UsageError(
+                        f"lines {first}-{last} of {rel} are over the {MAX_READ_BYTES} byte read limit",
+                        suggest="read a shorter line range",
+                    )
+            if ends_line:
+                line += 1
+        last_byte = block[-1:]
+    return b"".join(kept), line - 1 + (1 if last_byte not in (b"", b"\n") else 0)
