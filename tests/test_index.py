@@ -523,20 +523,26 @@ def test_an_unreadable_file_is_named_and_read_once_it_is_readable(sample: Path) 
     locked = sample / "src/app/locked.py"
     locked.write_text("def behind_a_lock():\n    pass\n")
     locked.chmod(0)
+    shut = sample / "src/shut"  # a folder it may not list
+    write(sample, {"src/shut/inside.py": "def in_a_shut_folder():\n    pass\n"})
+    shut.chmod(0)
     env = {**os.environ, "RAGRAF_EMBEDDER": "none"}
     out = subprocess.run(
         [*drop, sys.executable, "-m", "ragraf.cli", "index", "--json", "--root", str(sample)],
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
-    assert {"path": "src/app/locked.py", "reason": "permission denied"} in json.loads(out.stdout)[
-        "skipped_files"
-    ]
+    named = json.loads(out.stdout)["skipped_files"]
+    assert {"path": "src/app/locked.py", "reason": "permission denied"} in named
+    assert {"path": "src/shut/", "reason": "folder not readable (permission denied)"} in named
     locked.chmod(0o644)
+    shut.chmod(0o755)
     status = cli_json("status", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
     assert status["state"] == "drifted"  # its ctime moved: the guard sees it
     cli_json("index", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
     found = cli_json("def", "behind_a_lock", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
     assert [r["path"] for r in found["results"]] == ["src/app/locked.py"]
+    inside = cli_json("def", "in_a_shut_folder", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
+    assert [r["path"] for r in inside["results"]] == ["src/shut/inside.py"]
 
 
 def test_a_full_disk_fails_the_run_and_the_last_revision_answers(

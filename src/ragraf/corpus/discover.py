@@ -122,11 +122,17 @@ class GitIgnores:
         return any(self.ignored(f, True) for f in folders) or self.ignored(rel, False)
 
 
-def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
-    """A walk that never follows symlinks and applies nested .gitignore files."""
+def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None, unreadable: list[str]) -> list[str]:
+    """A walk that never follows symlinks and applies nested .gitignore files; the folders it may
+    not list go to `unreadable`."""
     result: list[str] = []
     ignored = GitIgnores(root).ignored
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def refused(error: OSError) -> None:
+        if isinstance(error, PermissionError) and error.filename:
+            unreadable.append(Path(os.path.relpath(error.filename, root)).as_posix())
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=refused):
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
         prefix = f"{rel_dir}/" if rel_dir else ""
@@ -150,6 +156,7 @@ def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None) -> list[str]:
 
 
 BAD_NAME = "file name is not valid UTF-8 (rename it to index it)"
+UNREADABLE_FOLDER = "folder not readable (permission denied)"
 
 
 def _utf8(path: str) -> bool:
@@ -164,12 +171,13 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
     """List the files to index under root with their stat, and what was skipped and why; `paths`
     names the candidates when the caller knows them (a commit's tree), else git or a walk finds them."""
     ragrafignore = read_ignore_file(root / ".ragrafignore")
+    unreadable: list[str] = []
     if paths is None:
         paths = _git_paths(root)
     if paths is None:
-        paths = _walk_paths(root, ragrafignore)
+        paths = _walk_paths(root, ragrafignore, unreadable)
     files: list[FileStat] = []
-    skipped: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = [(f"{folder}/", UNREADABLE_FOLDER) for folder in unreadable]
     for rel in paths:
         if not _utf8(rel):
             # The index, its JSON and every path:line are UTF-8: name it escaped, index the rest.
@@ -215,10 +223,16 @@ def dir_stamps(root: Path) -> dict[str, int]:
         folder = root / rel if rel else root
         try:
             stamps[rel] = os.stat(folder).st_mtime_ns  # before listing: a change while we list shows later
+        except OSError:
+            continue
+        try:
             with os.scandir(folder) as it:
                 for entry in it:
                     if entry.is_dir(follow_symlinks=False) and entry.name not in EXCLUDED_DIRS:
                         stack.append(f"{rel}/{entry.name}" if rel else entry.name)
+        except PermissionError:
+            # Made readable, its mtime stays: a stamp no folder has makes the guard look again.
+            stamps[rel] = -1
         except OSError:
             continue
     return stamps

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
-from ragraf.corpus.discover import BAD_NAME, dir_stamps
+from ragraf.corpus.discover import BAD_NAME, UNREADABLE_FOLDER, dir_stamps
 from ragraf.freshness import snapshot
 from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
@@ -513,7 +513,9 @@ def skipped_files(
 ) -> list[dict[str, str]]:
     """The files skipped for what they are rather than where they are, with the reason."""
     surprising = [
-        (path, why) for path, why in by_path if why.startswith(("symlink", "larger than", BAD_NAME))
+        (path, why)
+        for path, why in by_path
+        if why.startswith(("symlink", "larger than", BAD_NAME, UNREADABLE_FOLDER))
     ]
     surprising += [(st.path, why) for st, why in unindexable if why != UNCHANGED_UNINDEXABLE]
     return [{"path": path, "reason": why} for path, why in sorted(surprising)[:SKIPPED_LISTED]]
