@@ -89,7 +89,8 @@ class _Commands(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
-            if "--json" in ctx.meta.get("ragraf.argv", ()):
+            argv = ctx.meta.get("ragraf.argv", [])
+            if "--json" in argv[: argv.index("--") if "--" in argv else None]:  # not a literal after --
                 op = exc.ctx.command.name if exc.ctx and exc.ctx.command is not ctx.command else "ragraf"
                 _print_json(error_envelope(op or "ragraf", UsageError(exc.format_message())).to_dict())
             raise

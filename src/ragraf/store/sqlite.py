@@ -90,7 +90,7 @@ def damage(exc: BaseException, path: Path) -> RagrafError | None:
     if name.startswith("SQLITE_FULL") or "disk is full" in str(exc):
         return StoreError(
             f"the disk holding the index {path} is full ({exc})",
-            suggest="free some space; the last committed revision is intact and still answers",
+            suggest="free some space; what was committed before is intact and still answers",
         )
     if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM")):
         return StoreError(
