@@ -505,21 +505,20 @@ def test_a_content_whose_first_file_changed_mid_run_is_read_from_another(
     assert {w.path for w in idx.status().stale_warnings} == {"src/a_twin.py"}  # the guard saw the edit
 
 
+# Root reads and writes anything: the CLI runs without the capabilities that let it.
+WITHOUT_ROOT_RIGHTS = (
+    ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
+    if os.geteuid() == 0
+    else []
+)
+
+
 @pytest.mark.skipif(
     os.geteuid() == 0 and not shutil.which("setpriv"),
     reason="as root, only setpriv can take away the right to read",
 )
 def test_an_unreadable_file_is_named_and_read_once_it_is_readable(sample: Path) -> None:
-    # Root reads anything: run the CLI without the capabilities that let it.
-    drop = (
-        [
-            "setpriv",
-            "--bounding-set=-dac_override,-dac_read_search",
-            "--inh-caps=-dac_override,-dac_read_search",
-        ]
-        if os.geteuid() == 0
-        else []
-    )
+    drop = WITHOUT_ROOT_RIGHTS
     locked = sample / "src/app/locked.py"
     locked.write_text("def behind_a_lock():\n    pass\n")
     locked.chmod(0)
@@ -575,15 +574,7 @@ def test_a_full_disk_fails_the_run_and_the_last_revision_answers(
     reason="as root, only setpriv can take away the right to write",
 )
 def test_a_read_only_index_home_is_named_not_called_damaged(sample: Path) -> None:
-    drop = (
-        [
-            "setpriv",
-            "--bounding-set=-dac_override,-dac_read_search",
-            "--inh-caps=-dac_override,-dac_read_search",
-        ]
-        if os.geteuid() == 0
-        else []
-    )
+    drop = WITHOUT_ROOT_RIGHTS
     home = sample.parent / "home"
     env = {**os.environ, "RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(home)}
     subprocess.run(

@@ -22,6 +22,7 @@ from ragraf.api.render import (
     render_search,
     render_status,
 )
+from ragraf.corpus.extract import is_utf8
 from ragraf.errors import RagrafError, UsageError
 from ragraf.index.progress import make_progress
 
@@ -34,16 +35,9 @@ def _check_encodable(*values: object) -> None:
     """Arguments the shell passed as bytes that are not UTF-8 (a name, a path) cannot be looked up
     in a UTF-8 index: a usage error naming them escaped, not an encoding traceback."""
     for value in values:
-        text = str(value) if isinstance(value, str | Path) else None
-        if text is None:
-            continue
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
+        if isinstance(value, str | Path) and not is_utf8(text := str(value)):
             shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            raise UsageError(
-                f"'{shown}' is not valid UTF-8", suggest="pass names and paths as UTF-8"
-            ) from None
+            raise UsageError(f"'{shown}' is not valid UTF-8", suggest="pass names and paths as UTF-8")
 
 
 def common(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ragraf import __version__
 from ragraf.adapters.agent_setup import AGENT_GUIDE
 from ragraf.adapters.tools import TOOL_LIST, CallbackProgress, ToolRunner, ToolSpec
+from ragraf.corpus.extract import is_utf8
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -146,7 +147,7 @@ def unreadable_reply(error: Exception) -> types.JSONRPCError | None:
         if (
             not isinstance(request_id, int | str)
             or isinstance(request_id, bool)
-            or not _encodable(str(request_id))
+            or not is_utf8(str(request_id))
         ):
             request_id = None  # an id that cannot be sent back (a lone surrogate in it) is answered as null
         return types.JSONRPCError(
@@ -169,14 +170,6 @@ def unreadable_reply(error: Exception) -> types.JSONRPCError | None:
     return reply(
         raw["id"], -32602, "invalid params: a string is not valid Unicode (a lone surrogate); send UTF-8 text"
     )
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def run(root: Path | str = ".", log_level: str = "WARNING", overrides: dict[str, Any] | None = None) -> None:

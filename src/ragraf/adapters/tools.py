@@ -19,6 +19,7 @@ from jsonschema.exceptions import best_match
 
 from ragraf.adapters.render import render_envelope, render_error, render_report
 from ragraf.api import Envelope, Index, error_envelope
+from ragraf.corpus.extract import is_utf8
 from ragraf.errors import PathOutsideRootError, RagrafError, UsageError
 from ragraf.index.progress import Progress
 
@@ -311,7 +312,7 @@ def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
             what = f"{len(error.instance)} characters, more than the {error.validator_value} allowed"
         raise BadArgumentsError(f"{name}: {where}: {what}", suggest=_usage(spec))
     for key, value in args.items():
-        if isinstance(value, str) and not _is_unicode(value):
+        if isinstance(value, str) and not is_utf8(value):
             raise BadArgumentsError(
                 f"{name}: {key}: not valid Unicode (a lone surrogate)", suggest=_usage(spec)
             )
@@ -319,14 +320,6 @@ def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
     if start is not None and end is not None and end < start:
         raise BadArgumentsError(f"{name}: end_line {end} is before start_line {start}", suggest=_usage(spec))
     return args
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _short(message: str, limit: int = 200) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from ragraf.corpus.extract import Unindexable, extract
+from ragraf.corpus.extract import Unindexable, extract, is_utf8
 from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason, is_secret
 
 
@@ -159,14 +159,6 @@ BAD_NAME = "file name is not valid UTF-8 (rename it to index it)"
 UNREADABLE_FOLDER = "folder not readable (permission denied)"
 
 
-def _utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) -> Discovery:
     """List the files to index under root with their stat, and what was skipped and why; `paths`
     names the candidates when the caller knows them (a commit's tree), else git or a walk finds them."""
@@ -179,7 +171,7 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
     files: list[FileStat] = []
     skipped: list[tuple[str, str]] = [(f"{folder}/", UNREADABLE_FOLDER) for folder in unreadable]
     for rel in paths:
-        if not _utf8(rel):
+        if not is_utf8(rel):
             # The index, its JSON and every path:line are UTF-8: name it escaped, index the rest.
             skipped.append(
                 (rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"), BAD_NAME)

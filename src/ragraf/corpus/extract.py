@@ -58,6 +58,16 @@ def decode(data: bytes) -> str:
     return text
 
 
+def is_utf8(text: str) -> bool:
+    """Whether a str can be written as UTF-8: not when it holds a lone surrogate (bytes the shell or
+    the file system passed that are not UTF-8, an escape cut inside an emoji)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
