@@ -18,7 +18,7 @@ MAX_READ_BYTES = 4 * 1024 * 1024
 @dataclass(frozen=True)
 class LiveText:
     path: str  # normalised, relative to the root
-    lines: list[str]  # all of them, or the first ones of a file over the read limit
+    lines: list[str]  # all of them, or of a file over the read limit only the lines asked for
     sha256: str  # "" for a file over the read limit: never indexed, nothing to compare
     total_lines: int
     first_line: int = 1  # the number of lines[0]: a big file keeps only the lines asked for
@@ -127,6 +127,11 @@ def _lines_of(fh: BinaryIO, first: int, last: int, rel: str) -> tuple[bytes, int
     kept: list[bytes] = []
     size, line, last_byte = 0, 1, b""
     while block := fh.read(1 << 20):
+        last_byte = block[-1:]
+        newlines = block.count(b"\n")
+        if line + newlines < first or line > last:  # no asked line in this block: count it only
+            line += newlines
+            continue
         parts = block.split(b"\n")
         for i, part in enumerate(parts):
             ends_line = i < len(parts) - 1
@@ -140,5 +145,4 @@ def _lines_of(fh: BinaryIO, first: int, last: int, rel: str) -> tuple[bytes, int
                     )
             if ends_line:
                 line += 1
-        last_byte = block[-1:]
     return b"".join(kept), line - 1 + (1 if last_byte not in (b"", b"\n") else 0)
