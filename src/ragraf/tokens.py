@@ -73,3 +73,11 @@ def query_terms(query: str, limit: int = 40) -> list[str]:
 def fts_match(terms: list[str]) -> str:
     """An FTS5 MATCH expression OR-ing the terms, each quoted so no term is read as syntax."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def camel_words(text: str) -> str:
+    """camelCase identifiers as their words, snake_case kept: `safeParse(raw_input)` -> `safe Parse(raw_input)`."""
+    return _CAMEL_BOUNDARY.sub(" ", text)

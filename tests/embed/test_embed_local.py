@@ -122,8 +122,14 @@ def test_the_model_id_names_the_weights_and_the_token_limit(local: LocalEmbedder
     model_id = local.model_id
     name, _, rest = model_id.partition("@")
     assert name == "local:all-MiniLM-L6-v2-int8"
-    digest, _, limit = rest.partition("/")
-    assert len(digest) == 12 and int(digest, 16) >= 0 and limit == "max128"
+    digest, limit, reading = rest.split("/")
+    assert len(digest) == 12 and int(digest, 16) >= 0 and limit == "max128" and reading == "words"
+
+
+def test_the_model_reads_camel_case_identifiers_as_their_words(local: LocalEmbedder):
+    camel, spaced, joined = local.embed(["getUserName(raw_input)", "get user name(raw_input)", "getusername"])
+    assert np.array_equal(camel, spaced)
+    assert not np.allclose(camel, joined)
 
 
 def test_the_pinned_quantizer_versions_rebuild_the_pinned_int8_model(local: LocalEmbedder):

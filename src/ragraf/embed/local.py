@@ -18,6 +18,7 @@ from ragraf.embed.cache import default_cache_dir
 from ragraf.embed.errors import ModelFileError
 from ragraf.embed.quantize import RECIPE, int8_model, sha256_file
 from ragraf.errors import ConfigError
+from ragraf.tokens import camel_words
 
 if TYPE_CHECKING:
     from ragraf.config import Settings
@@ -116,7 +117,7 @@ class LocalEmbedder:
 
     @property
     def model_id(self) -> str:
-        """local:<model>@<sha256 prefix of the weights actually run>/max<tokens>; loads the model."""
+        """local:<model>@<sha256 prefix of the weights run>/max<tokens>/words (camelCase split); loads it."""
         self.load()
         return self._model_id
 
@@ -175,7 +176,7 @@ class LocalEmbedder:
             if self.threads > 1:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ragraf-embed")
             name = self.model.name if self.int8 else f"{self.model.name}-f32compute"
-            self._model_id = f"local:{name}@{sha[:12]}/max{self.max_tokens}"
+            self._model_id = f"local:{name}@{sha[:12]}/max{self.max_tokens}/words"
 
     def _weights(self, ort: Any, path: Path) -> tuple[bytes | Path, str]:
         if not self.int8:
@@ -198,7 +199,9 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
-        ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        # The model knows `safe` and `parse`, not the pieces of `safeparse`: camelCase goes in as its
+        # words (snake_case already does). Vectors alone on the bench: 0.778 -> 0.807 NDCG@10.
+        ids = [e.ids for e in self._tokenizer.encode_batch([camel_words(t) for t in texts])]
         self.tokens_used += sum(len(i) for i in ids)
         out = np.empty((len(ids), self.dim), dtype=np.float32)
 
