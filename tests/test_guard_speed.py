@@ -7,20 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
+from support import settled
 
 from ragraf import Index
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import guard
 
 SERVER = "src/app/server.py"
-
-
-def settled(root: Path) -> None:
-    """Date every file and folder a minute back, so the index trusts their hashes (none is racy)."""
-    past = time.time() - 60
-    for dirpath, _dirs, files in os.walk(root):
-        for name in [*files, "."]:
-            os.utime(os.path.join(dirpath, name), (past, past))
 
 
 def indexed(root: Path) -> Index:

@@ -7,8 +7,13 @@ import shutil
 import uuid
 from pathlib import Path
 
+import pytest
 from pg_server import pg_dsn, pg_server  # noqa: F401  (session fixtures: one server per run)
-from support import cli_json, run_cli, write
+from support import cli_json, run_cli, settled, write
+
+from ragraf.api.index import Index
+from ragraf.config import load_settings
+from ragraf.freshness import guard
 
 
 def test_index_search_facts_freshness_and_changes_on_postgres(sample: Path, pg_dsn: str) -> None:  # noqa: F811
@@ -52,3 +57,39 @@ def test_checkouts_at_different_paths_share_the_index_pg_repo_names(sample: Path
     # Unnamed, a checkout is a repository of its own, named by its path.
     alone = run_cli("search", "TCPConnector", "--json", "--root", str(ci), env=env)
     assert alone.returncode != 0 and json.loads(alone.stdout)["error"]["code"] == "index_missing"
+
+
+def test_each_checkout_of_a_shared_index_keeps_its_own_file_stats(
+    sample: Path,
+    pg_dsn: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two machines' checkouts of one repository: the files are the same, their stats are not.
+    env = {
+        "RAGRAF_STORE": "postgres",
+        "RAGRAF_PG_DSN": pg_dsn,
+        "RAGRAF_PG_REPO": f"team/api-{uuid.uuid4().hex[:8]}",
+        "RAGRAF_EMBEDDER": "none",
+        "RAGRAF_HOME": str(sample.parent / "home"),
+    }
+    laptop = sample.parent / "laptop"
+    shutil.copytree(sample, laptop)
+    for root in (laptop, sample):
+        settled(root)  # none racy: a read trusts what the index hashed
+    checkouts = [Index(load_settings(root, env=env)) for root in (laptop, sample)]
+    for idx in checkouts:
+        idx.index()
+    hashed: list[Path] = []
+    read = guard.extract
+    monkeypatch.setattr(guard, "extract", lambda path, *args: hashed.append(path) or read(path, *args))
+    for idx in checkouts:
+        assert idx.search("TCPConnector").to_dict()["state"] == "fresh"
+    # Before, the stats were the repository's: the last to index won, and every read of the
+    # other hashed every file again.
+    assert hashed == []
+    write(laptop, {"src/app/server.py": (laptop / "src/app/server.py").read_text() + "\nx = 1\n"})
+    drifted, fresh = (idx.search("TCPConnector").to_dict()["state"] for idx in checkouts)
+    assert (drifted, fresh) == ("drifted", "fresh")
+    assert hashed == [laptop / "src/app/server.py"]
+    for idx in checkouts:
+        idx.close()

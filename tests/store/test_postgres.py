@@ -47,11 +47,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def open_pg(pg_dsn: str) -> Iterator:  # type: ignore[type-arg]
-    """open_pg(key=None, dsn=None, create=True): a PostgresStore closed after the test."""
+    """open_pg(key=None, dsn=None, create=True, checkout=""): a PostgresStore closed after the test."""
     opened: list[PostgresStore] = []
 
-    def make(key: str | None = None, dsn: str | None = None, create: bool = True) -> PostgresStore:
-        store = PostgresStore(dsn or pg_dsn, key or f"pg-{uuid.uuid4().hex[:12]}", create=create, pool_size=4)
+    def make(
+        key: str | None = None, dsn: str | None = None, create: bool = True, checkout: str = ""
+    ) -> PostgresStore:
+        key = key or f"pg-{uuid.uuid4().hex[:12]}"
+        store = PostgresStore(dsn or pg_dsn, key, create=create, pool_size=4, checkout=checkout)
         opened.append(store)
         return store
 
@@ -122,6 +125,56 @@ def test_lexical_ranking_matches_sqlite_on_a_real_corpus(open_pg, settings: Sett
         same += tops[0] == tops[1]
     sqlite.close()
     assert same / len(queries) >= 0.95
+
+
+def test_each_checkout_keeps_its_own_file_stats_and_the_latest_writers_are_kept(  # type: ignore[no-untyped-def]
+    open_pg, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg, "KEEP_CHECKOUTS", 2)
+    key = f"shared-{uuid.uuid4().hex[:8]}"
+    laptop, runner, other = (open_pg(key, checkout=f"{host}:/src/api") for host in ("laptop", "ci-1", "ci-2"))
+    entry = StatEntry(10, 20, 30, 40, "s" * 64, 50)
+    laptop.update_stat_cache({"a.py": entry}, [])
+    laptop.set_guard_snapshot(b"laptop")
+    assert runner.stat_cache() == {} and runner.guard_snapshot() is None
+    runner.update_stat_cache({"a.py": entry._replace(inode=41)}, [])
+    runner.set_guard_snapshot(b"ci-1")
+    assert laptop.stat_cache() == {"a.py": entry} and laptop.guard_snapshot() == b"laptop"
+    runner.update_stat_cache({}, ["a.py"])
+    assert runner.stat_cache() == {} and laptop.stat_cache() == {"a.py": entry}
+    # A third writer: the checkout that wrote longest ago is forgotten, stats and snapshot.
+    laptop.update_stat_cache({"b.py": entry}, [])
+    other.update_stat_cache({"a.py": entry}, [])
+    assert laptop.stat_cache() == {"a.py": entry, "b.py": entry} and laptop.guard_snapshot() == b"laptop"
+    assert runner.guard_snapshot() is None
+    with psycopg.connect(laptop.dsn) as conn:
+        left = conn.execute(
+            "SELECT DISTINCT checkout FROM ragraf.stat_cache WHERE repo_id = %s ORDER BY 1", (laptop.repo_id,)
+        ).fetchall()
+    assert left == [("ci-2:/src/api",), ("laptop:/src/api",)]
+
+
+def test_file_stats_written_before_checkouts_are_dropped_on_open(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn = fresh_database(pg_server)
+    with monkeypatch.context() as old_ragraf:
+        old_ragraf.setattr(pg, "MIGRATIONS", pg.MIGRATIONS[:5])
+        PostgresStore(dsn, "repo", create=True).close()
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "INSERT INTO ragraf.stat_cache (repo_id, path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) "
+            "SELECT id, 'a.py', 1, 2, 3, 4, 'old', 5 FROM ragraf.repositories"
+        )
+        conn.execute("INSERT INTO ragraf.meta SELECT id, 'guard_snapshot', 'old' FROM ragraf.repositories")
+    store = PostgresStore(dsn, "repo", checkout="laptop:/src/api")
+    try:
+        # Whose stats they were is unknown: every checkout hashes its files once more.
+        assert store.stat_cache() == {} and store.guard_snapshot() is None
+        store.update_stat_cache({"a.py": StatEntry(1, 2, 3, 4, "new", 5)}, [])
+        assert store.stat_cache() == {"a.py": StatEntry(1, 2, 3, 4, "new", 5)}
+    finally:
+        store.close()
 
 
 # the writer lock ----------------------------------------------------------------------------

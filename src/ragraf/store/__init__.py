@@ -25,12 +25,14 @@ from ragraf.store.base import (
 def open_store(settings, create: bool = False) -> Store:  # type: ignore[no-untyped-def]
     """The store the settings name; create=True makes a new index where none exists."""
     if settings.store == "postgres":
-        from ragraf.store.postgres import PostgresStore, default_repo_key
+        from ragraf.store.postgres import PostgresStore, checkout_name, default_repo_key
 
         # One repository per indexed root in a shared database, named by its path unless pg_repo
         # names it (checkouts at different paths, on different machines, then share one index).
         key = settings.pg_repo or default_repo_key(settings.root)
-        return PostgresStore(settings.pg_dsn, repo_key=key, create=create)
+        return PostgresStore(
+            settings.pg_dsn, repo_key=key, create=create, checkout=checkout_name(settings.root)
+        )
     from ragraf.store.sqlite import SqliteStore
 
     return SqliteStore(settings.db_path, create=create, view=settings.view, label=view_label(settings.view))

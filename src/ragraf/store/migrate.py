@@ -20,7 +20,7 @@ from ragraf.store.base import (
     StatEntry,
     unpack_sites,
 )
-from ragraf.store.postgres import PostgresStore, _revision_values, default_repo_key
+from ragraf.store.postgres import PostgresStore, _revision_values, checkout_name, default_repo_key
 from ragraf.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -152,23 +152,25 @@ def _copy(
 
     ledger = _copy_ledger(db, dst, conn, chunk_map, "drift_ledger")
     archive = _copy_ledger(db, dst, conn, chunk_map, "drift_archive")
+    # The main checkout's file stats become this checkout's (a worktree view's are its own).
     stats = {
         r[0]: StatEntry(*r[1:])
         for r in db.execute(
-            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache"
+            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache WHERE view = ''"
         )
     }
     if stats:
         with conn.cursor().copy(
-            "COPY stat_cache (repo_id, path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) FROM STDIN"
+            "COPY stat_cache (repo_id, checkout, path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) "
+            "FROM STDIN"
         ) as copy:
             for path, e in stats.items():
-                copy.write_row((dst.repo_id, path, *e))
+                copy.write_row((dst.repo_id, dst.checkout, path, *e))
     snapshot = db.execute("SELECT value FROM meta WHERE key = 'guard_snapshot'").fetchone()
     if snapshot is not None:
         conn.execute(
-            "INSERT INTO meta (repo_id, key, value) VALUES (%s, 'guard_snapshot', %s)",
-            (dst.repo_id, bytes(snapshot[0])),
+            "INSERT INTO meta (repo_id, key, value) VALUES (%s, %s, %s)",
+            (dst.repo_id, "guard_snapshot@" + dst.checkout, bytes(snapshot[0])),
         )
     vectors = _copy_vectors(db, dst, conn, chunk_map, say)
     return {
@@ -302,12 +304,13 @@ def register(main: click.Group) -> None:
             settings = load_settings(root)
             key = repo_key or settings.pg_repo or default_repo_key(settings.root)
             src = SqliteStore(settings.db_path)
-            dst = PostgresStore(dsn or settings.pg_dsn, key, create=True)
+            checkout = checkout_name(settings.root)
+            dst = PostgresStore(dsn or settings.pg_dsn, key, create=True, checkout=checkout)
             try:
                 if replace and dst.current_revision() is not None:
                     dst.drop_repository()
                     dst.close()
-                    dst = PostgresStore(dsn or settings.pg_dsn, key, create=True)
+                    dst = PostgresStore(dsn or settings.pg_dsn, key, create=True, checkout=checkout)
                 with dst.writer_lock(wait=False):
                     report = copy_sqlite_to_postgres(
                         src, dst, None if quiet else lambda m: click.echo(m, err=True)

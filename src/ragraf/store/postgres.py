@@ -63,6 +63,8 @@ BM25_B = 0.75
 LEXICAL_CANDIDATES = 2000
 # Below this many chunks in a revision an exact scan is fast and exact like SQLite's; above it HNSW.
 EXACT_VECTOR_MAX = 20_000
+# Checkouts (machine and root) whose file stats a repository keeps: the latest writers.
+KEEP_CHECKOUTS = 20
 # Tokens longer than this are base64 or minified noise; PostgreSQL would refuse words over 2 KiB.
 _MAX_TOKEN = 500
 
@@ -153,6 +155,7 @@ class PostgresStore:
         pool_size: int = 8,
         connect_timeout_s: float = 5.0,
         statement_timeout_s: float = 120.0,
+        checkout: str = "",
     ) -> None:
         if not dsn.strip():
             raise ConfigError(
@@ -161,6 +164,7 @@ class PostgresStore:
             )
         self.dsn = dsn
         self.repo_key = repo_key
+        self.checkout = checkout or checkout_name(Path.cwd())
         self.where, self.database = describe_dsn(dsn)
         self.connect_timeout_s = connect_timeout_s
         self.statement_timeout_s = statement_timeout_s
@@ -1263,10 +1267,14 @@ class PostgresStore:
 
     # stat cache ---------------------------------------------------------------------------------
 
+    # File stats are one checkout's (this machine, this root): machines sharing the repository
+    # each keep their own, so none re-hashes every file because another indexed last.
+
     def stat_cache(self) -> dict[str, StatEntry]:
         rows = self._rows(
-            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache WHERE repo_id = %s",
-            (self.repo_id,),
+            "SELECT path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns FROM stat_cache "
+            "WHERE repo_id = %s AND checkout = %s",
+            (self.repo_id, self.checkout),
         )
         return {row[0]: StatEntry(*row[1:]) for row in rows}
 
@@ -1278,17 +1286,19 @@ class PostgresStore:
         with self._tx() as conn:
             if removed:
                 conn.execute(
-                    "DELETE FROM stat_cache WHERE repo_id = %s AND path = ANY(%s)", (self.repo_id, removed)
+                    "DELETE FROM stat_cache WHERE repo_id = %s AND checkout = %s AND path = ANY(%s)",
+                    (self.repo_id, self.checkout, removed),
                 )
             if entries:
                 conn.execute(
-                    "INSERT INTO stat_cache (repo_id, path, size, mtime_ns, ctime_ns, inode, sha256, checked_ns) "
-                    "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], "
-                    "%s::text[], %s::bigint[]) ON CONFLICT (repo_id, path) DO UPDATE SET size = excluded.size, "
-                    "mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns, inode = excluded.inode, "
-                    "sha256 = excluded.sha256, checked_ns = excluded.checked_ns",
+                    "INSERT INTO stat_cache (repo_id, checkout, path, size, mtime_ns, ctime_ns, inode, sha256, "
+                    "checked_ns) SELECT %s, %s, * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], "
+                    "%s::bigint[], %s::bigint[], %s::text[], %s::bigint[]) ON CONFLICT (repo_id, checkout, path) "
+                    "DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns, "
+                    "inode = excluded.inode, sha256 = excluded.sha256, checked_ns = excluded.checked_ns",
                     (
                         self.repo_id,
+                        self.checkout,
                         [_clean(p) for p in paths],
                         [e.size for e in values],
                         [e.mtime_ns for e in values],
@@ -1298,6 +1308,29 @@ class PostgresStore:
                         [e.checked_ns for e in values],
                     ),
                 )
+            self._forget_old_checkouts(conn)
+
+    def _forget_old_checkouts(self, conn: psycopg.Connection) -> None:
+        """Note this checkout's write; drop the stats of all but the KEEP_CHECKOUTS latest writers
+        (CI runners come and go, each its own checkout)."""
+        conn.execute(
+            "INSERT INTO meta (repo_id, key, value) VALUES (%s, %s, %s) "
+            "ON CONFLICT (repo_id, key) DO UPDATE SET value = excluded.value",
+            (self.repo_id, "stats@" + self.checkout, time.time_ns().to_bytes(8, "big")),
+        )
+        old = [
+            row[0].removeprefix("stats@")
+            for row in conn.execute(
+                "SELECT key FROM meta WHERE repo_id = %s AND key LIKE 'stats@%%' ORDER BY value DESC OFFSET %s",
+                (self.repo_id, KEEP_CHECKOUTS),
+            )
+        ]
+        if old:
+            conn.execute(
+                "DELETE FROM stat_cache WHERE repo_id = %s AND checkout = ANY(%s)", (self.repo_id, old)
+            )
+            keys = [f"{prefix}@{name}" for name in old for prefix in ("stats", "guard_snapshot")]
+            conn.execute("DELETE FROM meta WHERE repo_id = %s AND key = ANY(%s)", (self.repo_id, keys))
 
     # consistency --------------------------------------------------------------------------------
 
@@ -1334,16 +1367,17 @@ class PostgresStore:
 
     def guard_snapshot(self) -> bytes | None:
         row = self._row(
-            "SELECT value FROM meta WHERE repo_id = %s AND key = 'guard_snapshot'", (self.repo_id,)
+            "SELECT value FROM meta WHERE repo_id = %s AND key = %s",
+            (self.repo_id, "guard_snapshot@" + self.checkout),
         )
         return bytes(row[0]) if row else None
 
     def set_guard_snapshot(self, blob: bytes) -> None:
         with self._tx() as conn:
             conn.execute(
-                "INSERT INTO meta (repo_id, key, value) VALUES (%s, 'guard_snapshot', %s) "
+                "INSERT INTO meta (repo_id, key, value) VALUES (%s, %s, %s) "
                 "ON CONFLICT (repo_id, key) DO UPDATE SET value = excluded.value",
-                (self.repo_id, blob),
+                (self.repo_id, "guard_snapshot@" + self.checkout, blob),
             )
 
     # retention ----------------------------------------------------------------------------------
@@ -1398,6 +1432,11 @@ class PostgresStore:
         self.pool.close()
         if self._hnsw_pool is not None:
             self._hnsw_pool.close()
+
+
+def checkout_name(root: Path) -> str:
+    """Whose file stats a store keeps: this machine's checkout at root."""
+    return f"{socket.gethostname()}:{root.resolve()}"
 
 
 def default_repo_key(root: Path) -> str:

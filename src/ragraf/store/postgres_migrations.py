@@ -232,6 +232,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX ref_sites_by_name ON ref_sites (repo_id, name);
     CREATE INDEX ref_sites_by_content ON ref_sites (content_id);
     """,
+    # 6: file stats describe one machine's checkout, not the repository: machines sharing a
+    #    repository (pg_repo) each keep their own, or every read on all but the last indexer
+    #    hashes every file. The rows of before name no checkout; each checkout hashes once more.
+    """
+    DELETE FROM stat_cache;
+    DELETE FROM meta WHERE key = 'guard_snapshot';
+    ALTER TABLE stat_cache ADD COLUMN IF NOT EXISTS checkout text NOT NULL;
+    ALTER TABLE stat_cache DROP CONSTRAINT IF EXISTS stat_cache_pkey;
+    ALTER TABLE stat_cache ADD PRIMARY KEY (repo_id, checkout, path);
+    """,
 ]
 
 # Created before the numbered migrations: the schema that holds them and the table that counts them.
