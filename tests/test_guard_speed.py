@@ -10,8 +10,10 @@ import pytest
 from support import settled
 
 from ragraf import Index
+from ragraf.freshness import guard as guard_module
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import guard
+from ragraf.index.lock import WriterLock
 
 SERVER = "src/app/server.py"
 
@@ -156,3 +158,78 @@ def test_a_patched_snapshot_equals_one_packed_from_the_updated_stat_cache() -> N
     listed = {p: e for p, e in update.items() if p in stats}
     assert patched == snapshot.pack({**stats, **listed}, stamps, 2 * 10**9)
     assert snapshot.file_count(patched) == 50
+
+
+def count_hashing(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the guard hashes from now on."""
+    hashed: list[str] = []
+    read = guard_module.extract
+    monkeypatch.setattr(
+        guard_module, "extract", lambda path, rel, *a: hashed.append(rel) or read(path, rel, *a)
+    )
+    return hashed
+
+
+def test_a_file_touched_but_unchanged_is_hashed_by_one_read_not_every_read(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = indexed(sample)
+    past = time.time() - 30  # a checkout back and forth: new stats, the indexed content
+    os.utime(sample / SERVER, (past, past))
+    assert moved(idx) == [SERVER]
+    hashed = count_hashing(monkeypatch)
+    assert idx.search("TCPConnector").state == "fresh"
+    assert hashed == [SERVER] and moved(idx) == []
+    assert idx.search("TCPConnector").state == "fresh" and hashed == [SERVER]
+    # What was learnt never hides a later edit.
+    (sample / SERVER).write_text((sample / SERVER).read_text().replace("limit", "LIMIT"))
+    assert drift_of(idx)["modified"] == [SERVER]
+
+
+def test_a_file_written_just_now_is_not_trusted_by_a_read(sample: Path) -> None:
+    idx = indexed(sample)
+    os.utime(sample / SERVER)  # mtime now: the same second may still hold a write
+    assert idx.status().state == "fresh"
+    assert moved(idx) == [SERVER]
+
+
+def test_a_folder_changed_by_a_file_left_out_is_listed_by_one_read_not_every_read(sample: Path) -> None:
+    idx = indexed(sample)
+    blob = sample / "src/app/cache.py"
+    blob.write_bytes(b"\x00\x01binary")  # left out as binary; its folder's mtime moved
+    past = time.time() - 30
+    os.utime(blob, (past, past))
+    assert moved(idx) is None
+    assert idx.status().state == "fresh"
+    assert moved(idx) == []  # a new snapshot, the left-out file in it
+    # The file the index leaves out is watched still: turned to text, it is new.
+    blob.write_text("def now_text():\n    return 1\n")
+    assert drift_of(idx)["created"] == ["src/app/cache.py"]
+
+
+def test_a_read_learns_nothing_while_an_index_run_holds_the_lock(sample: Path) -> None:
+    idx = indexed(sample)
+    past = time.time() - 30
+    os.utime(sample / SERVER, (past, past))
+    with WriterLock(idx.settings.home, wait=False):
+        assert idx.search("TCPConnector").state == "fresh"  # answers at once, writes nothing
+        assert moved(idx) == [SERVER]
+    assert idx.search("TCPConnector").state == "fresh"
+    assert moved(idx) == []
+
+
+def test_what_a_read_learnt_against_an_older_revision_is_dropped(sample: Path) -> None:
+    idx = indexed(sample)
+    store = idx.store()
+    rev = store.current_revision()
+    assert rev is not None
+    past = time.time() - 30
+    os.utime(sample / SERVER, (past, past))
+    learnt = guard(store, idx.settings, rev).learnt
+    assert learnt is not None and list(learnt.entries) == [SERVER]
+    (sample / "src/app/new_module.py").write_text("x = 1\n")
+    idx.index()  # a new revision meanwhile: its snapshot stands
+    store = idx.store()
+    before = store.guard_snapshot()
+    assert not guard_module.remember(store, learnt)
+    assert store.guard_snapshot() == before

@@ -91,5 +91,14 @@ def test_each_checkout_of_a_shared_index_keeps_its_own_file_stats(
     drifted, fresh = (idx.search("TCPConnector").to_dict()["state"] for idx in checkouts)
     assert (drifted, fresh) == ("drifted", "fresh")
     assert hashed == [laptop / "src/app/server.py"]
-    for idx in checkouts:
+    # A checkout that never indexed: its first read hashes its files, and keeps what it learnt.
+    runner = sample.parent / "runner"
+    shutil.copytree(sample, runner)
+    settled(runner)
+    reader = Index(load_settings(runner, env=env))
+    hashed.clear()
+    assert reader.search("TCPConnector").to_dict()["state"] == "fresh"
+    assert len(hashed) == 5
+    assert reader.search("TCPConnector").to_dict()["state"] == "fresh" and len(hashed) == 5
+    for idx in (*checkouts, reader):
         idx.close()

@@ -9,7 +9,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,7 +30,7 @@ from ragraf.errors import (
 )
 from ragraf.facts.lookup import bare_name, find_definitions, find_references
 from ragraf.freshness.changes import changes_report
-from ragraf.freshness.guard import DriftSet, GuardResult, guard
+from ragraf.freshness.guard import DriftSet, GuardResult, guard, remember
 from ragraf.freshness.live_read import confine, parse_spec, read_live
 from ragraf.index.embedding import embed_revision
 from ragraf.index.indexer import IndexReport, dry_run, laid_over, run_index
@@ -213,6 +213,26 @@ class Index:
                 env.notes.append(f"{len(drift.paths) - MAX_STALE_WARNINGS} more drifted files not listed")
         return env
 
+    def _guard(self, rev: Revision) -> GuardResult:
+        """The guard's drift; what it hashed and found as indexed is kept, so the next read does
+        not hash it again, when no index run is at work (a read never waits for the lock)."""
+        guarded = guard(self.store(), self.settings, rev)
+        if guarded.learnt is not None:
+            with contextlib.suppress(RagrafError, sqlite3.Error, OSError, ValueError), self._writing():
+                remember(self.store(), guarded.learnt)
+        return guarded
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The writer lock, now or LockHeldError."""
+        store = self.store()
+        if self.settings.store == "postgres":
+            with store.writer_lock(wait=False):  # type: ignore[attr-defined]
+                yield
+        else:
+            with WriterLock(self.settings.home, wait=False):
+                yield
+
     def _begin(self, op: str, policy: str | None = None) -> tuple[Revision, DriftSet, Envelope]:
         """Guard, then apply the reindex_on_drift policy: answer marked, reindex first, or refuse."""
         policy = policy or self.settings.reindex_on_drift
@@ -228,14 +248,14 @@ class Index:
             env.worktree = tree
             return self._apply_fail(policy, rev, guarded, env)
         rev = self._current()
-        guarded = guard(self.store(), self.settings, rev)
+        guarded = self._guard(rev)
         notes: list[str] = []
         if guarded.drift and policy == "auto":
             n = len(guarded.drift.paths)
             if n <= self.settings.auto_reindex_max_files:
                 self.index()
                 rev = self._current()
-                guarded = guard(self.store(), self.settings, rev)
+                guarded = self._guard(rev)
                 notes.append(f"reindexed {n} drifted files before answering ({rev.rev})")
             else:
                 notes.append(
@@ -276,7 +296,7 @@ class Index:
                 rev = seed.base
                 guarded = GuardResult(self._touched_drift(seed.base, seed.changed), 0, 0)
                 return rev, guarded, notes, self._with_base(tree, rev, notes)
-        guarded = guard(self.store(), settings, rev)
+        guarded = self._guard(rev)
         if guarded.drift:
             n = len(guarded.drift.paths)
             if n > bound:
@@ -289,7 +309,7 @@ class Index:
                 self._refresh(tree, notes)
                 if tree["refresh"] == "refreshed":
                     rev = self._current()
-                    guarded = guard(self.store(), settings, rev)
+                    guarded = self._guard(rev)
         return rev, guarded, notes, self._with_base(tree, rev, notes)
 
     def _refresh(self, tree: dict[str, Any], notes: list[str]) -> None:

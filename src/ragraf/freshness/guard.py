@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import sqlite3
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
+from ragraf.corpus.discover import dir_stamps
 from ragraf.errors import StoreError
-from ragraf.freshness import watch
+from ragraf.freshness import snapshot, watch
 from ragraf.freshness.snapshot import moved_files, stat_view
-from ragraf.index.indexer import SKIPPED, stat_matches
+from ragraf.index.indexer import RACY_NS, SKIPPED, stat_matches
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
 
@@ -43,9 +46,13 @@ class DriftSet:
 
 
 def compute_drift(
-    settings: Settings, manifest: dict[str, ManifestEntry], cache: dict[str, StatEntry]
+    settings: Settings,
+    manifest: dict[str, ManifestEntry],
+    cache: dict[str, StatEntry],
+    seen: dict[str, StatEntry] | None = None,
 ) -> DriftSet:
-    """Stat every file; re-hash only those whose size, mtime, ctime or inode moved; compare with the manifest."""
+    """Stat every file; re-hash only those whose size, mtime, ctime or inode moved; compare with the
+    manifest. `seen` gets every listed file's stat entry (what a new snapshot needs)."""
     found = discover(settings.root, settings.max_file_bytes)
     created: list[str] = []
     modified: list[str] = []
@@ -58,12 +65,16 @@ def compute_drift(
             assert cached is not None
             sha = cached.sha256
         else:
+            checked = time.time_ns()
             try:
                 sha = extract(settings.root / st.path, st.path, settings.max_line_chars).sha256
             except Unindexable:
                 sha = SKIPPED
             except OSError:
                 continue  # vanished while we looked: counted as deleted below if it was indexed
+            cached = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, sha, checked)
+        if seen is not None:
+            seen[st.path] = cached
         if sha == SKIPPED:
             continue
         on_disk.add(st.path)
@@ -78,12 +89,27 @@ def compute_drift(
 
 
 @dataclass(frozen=True)
+class Learnt:
+    """What a read hashed that the revision vouches for, so the next read need not hash it again:
+    stat entries of files that moved but hold what was indexed (touched, checked out and back), or,
+    after a listing without drift, of every file with the folder stamps of a whole new snapshot
+    (a folder changed by a file the index leaves out, another machine's checkout)."""
+
+    rev_no: int
+    entries: dict[str, StatEntry]  # new to the stat cache
+    stamps: dict[str, int] | None = None
+    listing: dict[str, StatEntry] | None = None  # with stamps: every file, for the new snapshot
+    removed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class GuardResult:
     """The drift set of one read, and the ledger's view of it."""
 
     drift: DriftSet
     open_entries: int
     affected_symbols: int
+    learnt: Learnt | None = None
 
 
 def _moved(settings: Settings, store: Store) -> list[str] | None:
@@ -114,9 +140,12 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
     )
 
 
-def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | None:
+def quick_drift(
+    settings: Settings, store: Store, rev: Revision, seen: dict[str, StatEntry] | None = None
+) -> DriftSet | None:
     """The drift without listing files, valid when no folder changed since the last index; None
-    when the file list itself may have changed (then a full discovery is needed)."""
+    when the file list itself may have changed (then a full discovery is needed). `seen` gets the
+    stat entries of moved files that still agree with the revision and were not written just now."""
     moved = _moved(settings, store)
     if moved is None:
         return None
@@ -128,7 +157,9 @@ def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | N
     manifest = {} if lookup and len(moved) <= 100 else store.manifest(rev.rev_no)
     modified, created, deleted, new_sha = [], [], [], []
     for path in moved:
+        checked = time.time_ns()
         try:
+            st = os.lstat(settings.root / path)
             sha = extract(settings.root / path, path, settings.max_line_chars).sha256
         except Unindexable:
             sha = SKIPPED
@@ -143,18 +174,27 @@ def quick_drift(settings: Settings, store: Store, rev: Revision) -> DriftSet | N
         elif entry is not None and entry.sha256 != sha:
             modified.append(path)
             new_sha.append((path, sha))
+        elif seen is not None and checked - st.st_mtime_ns > RACY_NS:
+            seen[path] = StatEntry(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha, checked)
     return DriftSet(tuple(created), tuple(modified), tuple(deleted), tuple(new_sha))
 
 
 def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     """Compute the drift against rev and append what is new to the ledger (detected_by guard)."""
-    drift = quick_drift(settings, store, rev)
+    seen: dict[str, StatEntry] = {}
+    drift = quick_drift(settings, store, rev, seen)
+    learnt = Learnt(rev.rev_no, seen) if seen else None
     manifest: dict[str, ManifestEntry] | None = None
     if drift is None:
-        manifest = store.manifest(rev.rev_no)
-        drift = compute_drift(settings, manifest, store.stat_cache())
+        stamps = dir_stamps(settings.root)  # before listing, as an index run takes them
+        manifest, cache = store.manifest(rev.rev_no), store.stat_cache()
+        drift = compute_drift(settings, manifest, cache, seen)
+        # A folder that may not be read is listed again by every read anyway: nothing to learn.
+        if not drift and -1 not in stamps.values():
+            new = {p: e for p, e in seen.items() if cache.get(p) != e}
+            learnt = Learnt(rev.rev_no, new, stamps, seen, [p for p in cache if p not in seen])
     if not drift:
-        return GuardResult(drift, store.open_summary(rev.rev, [])[0], 0)
+        return GuardResult(drift, store.open_summary(rev.rev, [])[0], 0, learnt)
     if manifest is None:
         # A few drifted files look up their own entries rather than load the whole manifest.
         lookup = getattr(store, "manifest_entry", None)
@@ -176,4 +216,22 @@ def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     with contextlib.suppress(sqlite3.OperationalError, StoreError):
         store.register_drift(events)  # a read-only or busy index still answers, marked
     entries, symbols = store.open_summary(rev.rev, sorted(drift.paths))
-    return GuardResult(drift, entries, symbols)
+    return GuardResult(drift, entries, symbols, learnt)
+
+
+def remember(store: Store, learnt: Learnt) -> bool:
+    """Write what a read learnt, if the revision it checked against is still the current one; the
+    caller holds the writer lock, so no index run changes the snapshot meanwhile."""
+    current = store.current_revision()
+    if current is None or current.rev_no != learnt.rev_no:
+        return False
+    if learnt.stamps is not None and learnt.listing is not None:
+        blob = snapshot.pack(learnt.listing, learnt.stamps, RACY_NS)
+    else:
+        old = store.guard_snapshot()
+        if old is None:
+            return False
+        blob = snapshot.patch(old, learnt.entries, RACY_NS)
+    store.update_stat_cache(learnt.entries, learnt.removed)
+    store.set_guard_snapshot(blob)
+    return True
