@@ -91,6 +91,12 @@ def test_each_checkout_of_a_shared_index_keeps_its_own_file_stats(
     drifted, fresh = (idx.search("TCPConnector").to_dict()["state"] for idx in checkouts)
     assert (drifted, fresh) == ("drifted", "fresh")
     assert hashed == [laptop / "src/app/server.py"]
+    # The laptop's revision holds its edit, which the other checkout does not have: drift there.
+    checkouts[0].index()
+    answers = [idx.search("TCPConnector").to_dict() for idx in checkouts]
+    assert [a["state"] for a in answers] == ["fresh", "drifted"]
+    assert answers[1]["stale_warnings"][0]["path"] == "src/app/server.py"
+    assert checkouts[1].index().to_dict()["files"]["modified"] == 1
     # A checkout that never indexed: its first read hashes its files, and keeps what it learnt.
     runner = sample.parent / "runner"
     shutil.copytree(sample, runner)

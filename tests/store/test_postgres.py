@@ -128,7 +128,7 @@ def test_lexical_ranking_matches_sqlite_on_a_real_corpus(open_pg, settings: Sett
 
 
 def test_each_checkout_keeps_its_own_file_stats_and_the_latest_writers_are_kept(  # type: ignore[no-untyped-def]
-    open_pg, monkeypatch: pytest.MonkeyPatch
+    open_pg, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pg, "KEEP_CHECKOUTS", 2)
     key = f"shared-{uuid.uuid4().hex[:8]}"
@@ -147,6 +147,11 @@ def test_each_checkout_keeps_its_own_file_stats_and_the_latest_writers_are_kept(
     other.update_stat_cache({"a.py": entry}, [])
     assert laptop.stat_cache() == {"a.py": entry, "b.py": entry} and laptop.guard_snapshot() == b"laptop"
     assert runner.guard_snapshot() is None
+    # A revision committed since (by any checkout) leaves every snapshot vouching for nothing.
+    commit_files(other, settings, {"a.py": "x = 1\n"})
+    assert laptop.guard_snapshot() is None
+    laptop.set_guard_snapshot(b"laptop again")
+    assert laptop.guard_snapshot() == b"laptop again"
     with psycopg.connect(laptop.dsn) as conn:
         left = conn.execute(
             "SELECT DISTINCT checkout FROM ragraf.stat_cache WHERE repo_id = %s ORDER BY 1", (laptop.repo_id,)

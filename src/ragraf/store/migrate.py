@@ -20,7 +20,13 @@ from ragraf.store.base import (
     StatEntry,
     unpack_sites,
 )
-from ragraf.store.postgres import PostgresStore, _revision_values, checkout_name, default_repo_key
+from ragraf.store.postgres import (
+    SET_SNAPSHOT,
+    PostgresStore,
+    _revision_values,
+    checkout_name,
+    default_repo_key,
+)
 from ragraf.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -169,8 +175,7 @@ def _copy(
     snapshot = db.execute("SELECT value FROM meta WHERE key = 'guard_snapshot'").fetchone()
     if snapshot is not None:
         conn.execute(
-            "INSERT INTO meta (repo_id, key, value) VALUES (%s, %s, %s)",
-            (dst.repo_id, "guard_snapshot@" + dst.checkout, bytes(snapshot[0])),
+            SET_SNAPSHOT, (dst.repo_id, "guard_snapshot@" + dst.checkout, bytes(snapshot[0]), dst.repo_id)
         )
     vectors = _copy_vectors(db, dst, conn, chunk_map, say)
     return {

@@ -65,6 +65,11 @@ LEXICAL_CANDIDATES = 2000
 EXACT_VECTOR_MAX = 20_000
 # Checkouts (machine and root) whose file stats a repository keeps: the latest writers.
 KEEP_CHECKOUTS = 20
+# A checkout's guard snapshot, prefixed with the revision it was written at (8 bytes, big-endian).
+SET_SNAPSHOT = (
+    "INSERT INTO meta (repo_id, key, value) SELECT %s, %s, int8send(coalesce(max(rev_no), 0)::bigint) || %s "
+    "FROM revisions WHERE repo_id = %s ON CONFLICT (repo_id, key) DO UPDATE SET value = excluded.value"
+)
 # Tokens longer than this are base64 or minified noise; PostgreSQL would refuse words over 2 KiB.
 _MAX_TOKEN = 500
 
@@ -1366,19 +1371,21 @@ class PostgresStore:
         return problems
 
     def guard_snapshot(self) -> bytes | None:
+        # A snapshot vouches for files matching the revision it was written at. Another checkout may
+        # have committed one since; then it vouches for nothing, and the guard lists and compares.
         row = self._row(
-            "SELECT value FROM meta WHERE repo_id = %s AND key = %s",
-            (self.repo_id, "guard_snapshot@" + self.checkout),
+            "SELECT m.value, (SELECT coalesce(max(rev_no), 0) FROM revisions WHERE repo_id = %s) FROM meta m "
+            "WHERE m.repo_id = %s AND m.key = %s",
+            (self.repo_id, self.repo_id, "guard_snapshot@" + self.checkout),
         )
-        return bytes(row[0]) if row else None
+        if row is None:
+            return None
+        value = bytes(row[0])
+        return value[8:] if int.from_bytes(value[:8], "big") == row[1] else None
 
     def set_guard_snapshot(self, blob: bytes) -> None:
         with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO meta (repo_id, key, value) VALUES (%s, %s, %s) "
-                "ON CONFLICT (repo_id, key) DO UPDATE SET value = excluded.value",
-                (self.repo_id, "guard_snapshot@" + self.checkout, blob),
-            )
+            conn.execute(SET_SNAPSHOT, (self.repo_id, "guard_snapshot@" + self.checkout, blob, self.repo_id))
 
     # retention ----------------------------------------------------------------------------------
 
