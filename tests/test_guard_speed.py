@@ -10,6 +10,7 @@ import pytest
 from support import settled
 
 from ragraf import Index
+from ragraf.api import index as api_index
 from ragraf.freshness import guard as guard_module
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import guard
@@ -19,6 +20,7 @@ SERVER = "src/app/server.py"
 
 
 def indexed(root: Path) -> Index:
+    (root / ".ragraf").mkdir(exist_ok=True)  # the index home, made before: no folder moves during the run
     settled(root)
     idx = Index.open(root)
     idx.index()
@@ -98,6 +100,7 @@ def test_an_edited_ignore_file_sends_the_guard_to_list_again(sample: Path) -> No
 
 
 def test_a_file_hashed_too_soon_after_its_write_always_counts_as_moved(sample: Path) -> None:
+    (sample / ".ragraf").mkdir()
     settled(sample)
     (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# fresh\n")  # racy: written just now
     idx = Index.open(sample)
@@ -197,14 +200,32 @@ def test_a_folder_changed_by_a_file_left_out_is_listed_by_one_read_not_every_rea
     idx = indexed(sample)
     blob = sample / "src/app/cache.py"
     blob.write_bytes(b"\x00\x01binary")  # left out as binary; its folder's mtime moved
-    past = time.time() - 30
-    os.utime(blob, (past, past))
     assert moved(idx) is None
+    assert idx.status().state == "fresh"
+    assert moved(idx) is None  # the folder changed just now: a file may yet appear in the same tick
+    past = time.time() - 30
+    for path in (blob, blob.parent):
+        os.utime(path, (past, past))
     assert idx.status().state == "fresh"
     assert moved(idx) == []  # a new snapshot, the left-out file in it
     # The file the index leaves out is watched still: turned to text, it is new.
     blob.write_text("def now_text():\n    return 1\n")
     assert drift_of(idx)["created"] == ["src/app/cache.py"]
+
+
+def test_a_file_created_in_the_tick_of_a_folder_stamp_is_found(sample: Path) -> None:
+    (sample / ".ragraf").mkdir()
+    settled(sample)
+    idx = Index.open(sample)
+    folder = sample / "src/app"
+    (folder / "first.py").write_text("x = 1\n")
+    stamp = folder.stat().st_mtime_ns
+    idx.index()
+    # Created after the run took its stamps, within the same clock tick (the folder's mtime stays).
+    (folder / "second.py").write_text("def second():\n    return 2\n")
+    os.utime(folder, ns=(stamp, stamp))
+    assert drift_of(idx)["created"] == ["src/app/second.py"]
+    assert idx.index().to_dict()["files"]["added"] == 1
 
 
 def test_a_read_learns_nothing_while_an_index_run_holds_the_lock(sample: Path) -> None:
@@ -233,3 +254,18 @@ def test_what_a_read_learnt_against_an_older_revision_is_dropped(sample: Path) -
     before = store.guard_snapshot()
     assert not guard_module.remember(store, learnt)
     assert store.guard_snapshot() == before
+
+
+def test_reads_write_nothing_while_an_ignore_file_is_dated_in_the_future(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ignore = sample / ".gitignore"
+    ignore.write_text("*.log\n")
+    idx = indexed(sample)
+    future = time.time() + 3600
+    os.utime(ignore, (future, future))  # every read lists again: a snapshot would not help the next
+    writes: list[object] = []
+    monkeypatch.setattr(api_index, "remember", lambda store, learnt: writes.append(learnt))
+    for _ in range(3):
+        assert idx.status().state == "fresh"
+    assert writes == []

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import SAMPLE, cli_json, run_cli, write
+from support import SAMPLE, cli_json, run_cli, settled, write
 
 from ragraf import Index
 from ragraf.api import index as api_index
@@ -542,6 +542,27 @@ def test_an_unreadable_file_is_named_and_read_once_it_is_readable(sample: Path) 
     assert [r["path"] for r in found["results"]] == ["src/app/locked.py"]
     inside = cli_json("def", "in_a_shut_folder", "--root", str(sample), env={"RAGRAF_EMBEDDER": "none"})
     assert [r["path"] for r in inside["results"]] == ["src/shut/inside.py"]
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and not shutil.which("setpriv"),
+    reason="as root, only setpriv can take away the right to read",
+)
+def test_a_new_file_a_read_may_not_read_is_found_once_it_is_readable(sample: Path) -> None:
+    env = {"RAGRAF_EMBEDDER": "none"}
+    cli_json("index", "--root", str(sample), env=env)
+    locked = sample / "src/app/locked.py"
+    locked.write_text("def behind_a_lock():\n    pass\n")
+    locked.chmod(0)
+    settled(sample)  # nothing written just now: a read may keep what it listed
+    read = subprocess.run(
+        [*WITHOUT_ROOT_RIGHTS, sys.executable, "-m", "ragraf.cli", "status", "--json", "--root", str(sample)],
+        capture_output=True, text=True, env={**os.environ, **env}, check=True,
+    )  # fmt: skip
+    assert json.loads(read.stdout)["state"] == "fresh"  # what it may not read is not in the index either
+    locked.chmod(0o644)  # only its ctime moves, not its folder's mtime
+    status = cli_json("status", "--root", str(sample), env=env)
+    assert status["state"] == "drifted" and status["results"][0]["drift"]["created"] == ["src/app/locked.py"]
 
 
 def test_a_full_disk_fails_the_run_and_the_last_revision_answers(

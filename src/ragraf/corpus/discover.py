@@ -157,6 +157,9 @@ def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None, unreadable: list
 
 BAD_NAME = "file name is not valid UTF-8 (rename it to index it)"
 UNREADABLE_FOLDER = "folder not readable (permission denied)"
+# A stat taken within this window of an mtime may miss a same-size rewrite, or a folder a file
+# created, in the same clock tick (git's "racy" problem): such a file or folder is looked at again.
+RACY_NS = 2_000_000_000
 
 
 def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) -> Discovery:
@@ -207,16 +210,20 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
 
 def dir_stamps(root: Path) -> dict[str, int]:
     """mtime_ns of every folder that could hold indexable files: creating, deleting or renaming a
-    file changes its folder's mtime, so unchanged stamps mean an unchanged file list."""
+    file changes its folder's mtime, so unchanged stamps mean an unchanged file list. A folder
+    changed within RACY_NS gets -1, a stamp no folder has: a file created in the same clock tick
+    would leave its mtime as it is, so the guard lists it again until it has settled."""
     stamps: dict[str, int] = {}
     stack = [""]
+    now = time.time_ns()
     while stack:
         rel = stack.pop()
         folder = root / rel if rel else root
         try:
-            stamps[rel] = os.stat(folder).st_mtime_ns  # before listing: a change while we list shows later
+            mtime = os.stat(folder).st_mtime_ns  # before listing: a change while we list shows later
         except OSError:
             continue
+        stamps[rel] = mtime if now - mtime > RACY_NS else -1
         try:
             with os.scandir(folder) as it:
                 for entry in it:

@@ -14,7 +14,7 @@ from ragraf.corpus import Unindexable, discover, extract
 from ragraf.corpus.discover import dir_stamps
 from ragraf.errors import StoreError
 from ragraf.freshness import snapshot, watch
-from ragraf.freshness.snapshot import moved_files, stat_view
+from ragraf.freshness.snapshot import IGNORE_FILES, moved_files, stat_view
 from ragraf.index.indexer import RACY_NS, SKIPPED, stat_matches
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
@@ -68,8 +68,8 @@ def compute_drift(
             checked = time.time_ns()
             try:
                 sha = extract(settings.root / st.path, st.path, settings.max_line_chars).sha256
-            except Unindexable:
-                sha = SKIPPED
+            except (Unindexable, PermissionError):
+                sha = SKIPPED  # as an index run records it: made readable, its ctime moves
             except OSError:
                 continue  # vanished while we looked: counted as deleted below if it was indexed
             cached = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, sha, checked)
@@ -179,6 +179,18 @@ def quick_drift(
     return DriftSet(tuple(created), tuple(modified), tuple(deleted), tuple(new_sha))
 
 
+def _trusted_listing(stamps: dict[str, int], seen: dict[str, StatEntry]) -> bool:
+    """Whether a snapshot of this listing would spare the next read a listing of its own: not with
+    a folder it must list again (unreadable, or changed just now), nor with an ignore file written
+    just now (or dated in the future), which sends it to list again."""
+    if -1 in stamps.values():
+        return False
+    return not any(
+        path.rsplit("/", 1)[-1] in IGNORE_FILES and entry.checked_ns - entry.mtime_ns <= RACY_NS
+        for path, entry in seen.items()
+    )
+
+
 def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     """Compute the drift against rev and append what is new to the ledger (detected_by guard)."""
     seen: dict[str, StatEntry] = {}
@@ -189,8 +201,7 @@ def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
         stamps = dir_stamps(settings.root)  # before listing, as an index run takes them
         manifest, cache = store.manifest(rev.rev_no), store.stat_cache()
         drift = compute_drift(settings, manifest, cache, seen)
-        # A folder that may not be read is listed again by every read anyway: nothing to learn.
-        if not drift and -1 not in stamps.values():
+        if not drift and _trusted_listing(stamps, seen):
             new = {p: e for p, e in seen.items() if cache.get(p) != e}
             learnt = Learnt(rev.rev_no, new, stamps, seen, [p for p in cache if p not in seen])
     if not drift:

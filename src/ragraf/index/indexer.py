@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
-from ragraf.corpus.discover import BAD_NAME, UNREADABLE_FOLDER, dir_stamps
+from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, dir_stamps
 from ragraf.freshness import snapshot
 from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
@@ -30,9 +30,6 @@ from ragraf.store import (
     Store,
 )
 
-# A stat taken within this window of the file's mtime may miss a same-size rewrite in the same
-# clock tick (git's "racy" problem): such files are re-hashed next time.
-RACY_NS = 2_000_000_000
 _BATCH_FILES = 200
 # Up to this many moved files a run commits a change to the current revision (index_moved);
 # past it, the whole pass over the listing costs about the same.
