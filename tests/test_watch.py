@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from support import write
+from support import settled, write
 
 from ragraf import Index
 from ragraf.freshness import guard as guard_module
@@ -34,11 +33,10 @@ def passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def trusted_index(root: Path) -> Index:
-    """Index files dated well before now, so their hashes are trusted and the stat pass decides."""
-    old = time.time() - 3600
-    for path in root.rglob("*"):
-        if path.is_file():
-            os.utime(path, (old, old))
+    """Index files and folders dated well before now, so their hashes and stamps are trusted and
+    the stat pass decides (the index home is made first: making it moves the root's mtime)."""
+    (root / ".ragraf").mkdir(exist_ok=True)
+    settled(root)
     idx = Index.open(root)
     idx.index()
     return idx
