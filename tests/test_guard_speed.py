@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import settled
+from support import settled, write
 
 from ragraf import Index
 from ragraf.api import index as api_index
@@ -269,3 +269,11 @@ def test_reads_write_nothing_while_an_ignore_file_is_dated_in_the_future(
     for _ in range(3):
         assert idx.status().state == "fresh"
     assert writes == []
+
+
+def test_a_file_created_in_a_folder_taken_back_from_the_default_excludes_is_seen(sample: Path) -> None:
+    write(sample, {".ragrafignore": "!build/\n", "build/gen_one.py": "def gen_one():\n    return 1\n"})
+    idx = indexed(sample)
+    assert moved(idx) == []
+    (sample / "build/gen_two.py").write_text("def gen_two():\n    return 2\n")
+    assert drift_of(idx)["created"] == ["build/gen_two.py"]

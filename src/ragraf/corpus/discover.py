@@ -122,6 +122,13 @@ class GitIgnores:
         return any(self.ignored(f, True) for f in folders) or self.ignored(rel, False)
 
 
+def _left_out_folder(rel: str, ragrafignore: GitIgnoreSpec | None) -> bool:
+    """A default-excluded folder (node_modules, build, ...) that no `!pattern` takes back."""
+    return rel.rsplit("/", 1)[-1] in EXCLUDED_DIRS and not (
+        ragrafignore is not None and ragrafignore.check_file(f"{rel}/").include is False
+    )
+
+
 def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None, unreadable: list[str]) -> list[str]:
     """A walk that never follows symlinks and applies nested .gitignore files; the folders it may
     not list go to `unreadable`."""
@@ -140,9 +147,7 @@ def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None, unreadable: list
         for d in sorted(dirnames):
             if os.path.islink(os.path.join(dirpath, d)):
                 continue
-            if d in EXCLUDED_DIRS and not (
-                ragrafignore is not None and ragrafignore.check_file(f"{prefix}{d}/").include is False
-            ):
+            if _left_out_folder(prefix + d, ragrafignore):
                 continue
             if ignored(prefix + d, True):
                 continue
@@ -215,6 +220,7 @@ def dir_stamps(root: Path) -> dict[str, int]:
     would leave its mtime as it is, so the guard lists it again until it has settled."""
     stamps: dict[str, int] = {}
     stack = [""]
+    ragrafignore = read_ignore_file(root / ".ragrafignore")
     now = time.time_ns()
     while stack:
         rel = stack.pop()
@@ -227,8 +233,9 @@ def dir_stamps(root: Path) -> dict[str, int]:
         try:
             with os.scandir(folder) as it:
                 for entry in it:
-                    if entry.is_dir(follow_symlinks=False) and entry.name not in EXCLUDED_DIRS:
-                        stack.append(f"{rel}/{entry.name}" if rel else entry.name)
+                    sub = f"{rel}/{entry.name}" if rel else entry.name
+                    if entry.is_dir(follow_symlinks=False) and not _left_out_folder(sub, ragrafignore):
+                        stack.append(sub)
         except PermissionError:
             # Made readable, its mtime stays: a stamp no folder has makes the guard look again.
             stamps[rel] = -1
