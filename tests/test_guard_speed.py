@@ -277,3 +277,20 @@ def test_a_file_created_in_a_folder_taken_back_from_the_default_excludes_is_seen
     assert moved(idx) == []
     (sample / "build/gen_two.py").write_text("def gen_two():\n    return 2\n")
     assert drift_of(idx)["created"] == ["build/gen_two.py"]
+
+
+def test_a_file_grown_past_the_size_limit_is_left_out_as_a_listing_would(sample: Path) -> None:
+    (sample / ".ragraf").mkdir()
+    settled(sample)
+    idx = Index.open(sample, max_file_bytes=2000)
+    idx.index()
+    path = sample / SERVER
+    path.write_text(path.read_text() + "".join(f"def grown_{i}():\n    return {i}\n" for i in range(100)))
+    past = time.time() - 30
+    os.utime(path, (past, past))  # only its stat moved: the guard's word decides what the run reads
+    assert moved(idx) == [SERVER]
+    assert drift_of(idx)["deleted"] == [SERVER]
+    report = idx.index().to_dict()
+    assert report["files"]["deleted"] == 1
+    assert {"path": SERVER, "reason": "larger than 2000 bytes"} in report["skipped_files"]
+    assert idx.find_symbol("grown_5").results == [] and idx.status().state == "fresh"

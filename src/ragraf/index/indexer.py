@@ -178,6 +178,9 @@ def hash_files(
                 skipped.append((st, UNCHANGED_UNINDEXABLE))
             else:
                 hashed.append(HashedFile(st, cached.sha256, False))
+        elif st.size > settings.max_file_bytes:
+            # Listed small, grown since (a moved file or the last listing): left out as a walk would.
+            skipped.append((st, f"larger than {settings.max_file_bytes} bytes"))
         else:
             try:
                 ex = extract(root / st.path, st.path, settings.max_line_chars)
@@ -329,6 +332,7 @@ def index_moved(
         chunks={"total": rev.chunks, "new": new_chunks},
         duration_s=time.monotonic() - t0,
         skipped=max(0, snapshot.file_count(blob) - rev.files),
+        skipped_files=skipped_files([], unindexable),
         new_revision=rev is not current,
         warnings=warnings,
     )
