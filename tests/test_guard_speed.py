@@ -294,3 +294,33 @@ def test_a_file_grown_past_the_size_limit_is_left_out_as_a_listing_would(sample:
     assert report["files"]["deleted"] == 1
     assert {"path": SERVER, "reason": "larger than 2000 bytes"} in report["skipped_files"]
     assert idx.find_symbol("grown_5").results == [] and idx.status().state == "fresh"
+
+
+@pytest.mark.parametrize("listed_by", ["index", "read"])
+def test_a_file_over_the_size_limit_that_shrinks_under_it_is_seen(sample: Path, listed_by: str) -> None:
+    big = sample / "src/app/big.py"
+    big.write_text("def shrunk():\n    return 1\n" + "# padding\n" * 400)
+    (sample / ".ragraf").mkdir()
+    settled(sample)
+    idx = Index.open(sample, max_file_bytes=2000)
+    idx.index()
+    if listed_by == "read":  # a folder moved by a left-out file: a read lists and keeps a snapshot
+        (sample / "src/app/notes.bin").write_bytes(b"\x00")
+        settled(sample)
+        assert idx.status().state == "fresh" and moved(idx) == []
+    big.write_text("def shrunk():\n    return 1\n")  # in place: only its stat moves
+    past = time.time() - 30
+    os.utime(big, (past, past))
+    assert drift_of(idx)["created"] == ["src/app/big.py"]
+    idx.index()
+    assert [r["path"] for r in idx.find_symbol("shrunk").results] == ["src/app/big.py"]
+
+
+def test_a_folder_dated_in_the_future_does_not_send_every_read_to_list_again(sample: Path) -> None:
+    idx = indexed(sample)
+    future = time.time() + 3600
+    os.utime(sample / "src/app", (future, future))
+    assert idx.status().state == "fresh"
+    assert moved(idx) == []  # its date is a stamp no later change repeats
+    (sample / "src/app/new_one.py").write_text("x = 1\n")
+    assert drift_of(idx)["created"] == ["src/app/new_one.py"]

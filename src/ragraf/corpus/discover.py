@@ -6,7 +6,7 @@ import os
 import stat
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
@@ -30,6 +30,9 @@ class FileStat:
 class Discovery:
     files: list[FileStat]
     skipped: list[tuple[str, str]]  # (path, reason)
+    # Files over the size limit, with their stat: the snapshot keeps them, so one that shrinks
+    # under the limit in place is seen.
+    oversized: list[FileStat] = field(default_factory=list)
 
 
 def read_ignore_file(path: Path) -> GitIgnoreSpec | None:
@@ -177,6 +180,7 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
     if paths is None:
         paths = _walk_paths(root, ragrafignore, unreadable)
     files: list[FileStat] = []
+    oversized: list[FileStat] = []
     skipped: list[tuple[str, str]] = [(f"{folder}/", UNREADABLE_FOLDER) for folder in unreadable]
     for rel in paths:
         if not is_utf8(rel):
@@ -206,11 +210,13 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
+        found = FileStat(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         if st.st_size > max_file_bytes:
             skipped.append((rel, f"larger than {max_file_bytes} bytes"))
+            oversized.append(found)
             continue
-        files.append(FileStat(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-    return Discovery(files, skipped)
+        files.append(found)
+    return Discovery(files, skipped, oversized)
 
 
 def dir_stamps(root: Path) -> dict[str, int]:
@@ -229,7 +235,8 @@ def dir_stamps(root: Path) -> dict[str, int]:
             mtime = os.stat(folder).st_mtime_ns  # before listing: a change while we list shows later
         except OSError:
             continue
-        stamps[rel] = mtime if now - mtime > RACY_NS else -1
+        # A date in the future is a stamp no later change repeats: kept as it is.
+        stamps[rel] = -1 if 0 <= now - mtime <= RACY_NS else mtime
         try:
             with os.scandir(folder) as it:
                 for entry in it:

@@ -84,6 +84,12 @@ def compute_drift(
         elif entry.sha256 != sha:
             modified.append(st.path)
             new_sha.append((st.path, sha))
+    if seen is not None:
+        now = time.time_ns()
+        seen.update(
+            (st.path, StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, SKIPPED, now))
+            for st in found.oversized
+        )
     deleted = [p for p in manifest if p not in on_disk]
     return DriftSet(tuple(created), tuple(modified), tuple(sorted(deleted)), tuple(new_sha))
 

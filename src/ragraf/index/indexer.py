@@ -483,9 +483,9 @@ def run_index(
         fresh_stats.update(
             (hf.stat.path, seed[hf.stat.path]) for hf in hashed if not hf.read and hf.stat.path in seed
         )
-    for st, _why in unindexable:
+    for st in (*(st for st, _why in unindexable), *found.oversized):
         fresh_stats[st.path] = StatEntry(*_stat_key(st), SKIPPED, now)
-    listed = {st.path for st in found.files}
+    listed = {st.path for st in (*found.files, *found.oversized)}
     removed = [p for p in stored if p not in listed]
     store.update_stat_cache(fresh_stats, removed)
     after = {**stored, **fresh_stats}  # what the stat cache now holds, without reading it back
