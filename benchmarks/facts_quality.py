@@ -2,6 +2,7 @@
 def / refs / outline latency on a large corpus, and what facts add to a cold index.
 
     python benchmarks/facts_quality.py                     # the six bench corpora (symbol queries)
+    python benchmarks/facts_quality.py --annotations my.json --corpus ~/src/repo  # your own
     python benchmarks/facts_quality.py --latency DIR       # p50/p95 of def/refs/outline on DIR
     python benchmarks/facts_quality.py --index-cost DIR    # cold lexical index of DIR, with and without facts
     python benchmarks/facts_quality.py --half-written DIR  # files cut mid-line: definitions kept
@@ -46,12 +47,12 @@ if os.environ.get(_NO_FACTS):
     workers.extract_facts = lambda text, language, tree=None: unsupported(language)  # type: ignore[assignment]
 
 
-def gold_first(embedder: str) -> None:
-    """Share of symbol queries whose first `def` result is a gold file."""
+def gold_first(embedder: str, corpora: list[quality.Corpus], homes: Path = quality.HOMES_DIR) -> int:
+    """Share of symbol queries whose first `def` result is a gold file; returns how many."""
     hits = total = 0
-    for corpus in quality.bench_corpora(None, quality.corpora.SHARED_BENCH):
+    for corpus in corpora:
         # A home of its own: quality.py rebuilds its homes from scratch, which must not race this run.
-        home = quality.HOMES_DIR / f"facts-{corpus.name}-{embedder}"
+        home = homes / f"facts-{corpus.name}-{embedder}"
         idx = Index.open(corpus.root, home=home, embedder=embedder)
         idx.index(quiet=True, lexical_only=True)
         for task in corpus.tasks:
@@ -73,9 +74,9 @@ def gold_first(embedder: str) -> None:
                     mark = "*" if _is_gold(path, gold) else " "
                     print(f"     {mark}{rank}. {r['kind']:<9} {r['name']} {path}:{r['line']}")
         idx.close()
-    print(
-        f"\ndef puts a gold file first for {hits}/{total} symbol queries ({hits / total:.1%}; target >= 95%)"
-    )
+    share = f"{hits / total:.1%}" if total else "no symbol queries"
+    print(f"\ndef puts a gold file first for {hits}/{total} symbol queries ({share}; target >= 95%)")
+    return hits
 
 
 def _is_gold(path: str, gold: set[str]) -> bool:
@@ -225,8 +226,13 @@ def main() -> None:
     ap.add_argument("--half-written", type=Path, help="a folder whose files are cut mid-line, one each")
     ap.add_argument("--cold-index", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--home", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--annotations", type=Path, help="an annotation file in the bench format")
+    ap.add_argument("--corpus", type=Path, help="the repository the annotation paths are relative to")
+    ap.add_argument("--index-root", default="", help="with --corpus: index only this subfolder of it")
     ap.add_argument("--embedder", default="none")
     args = ap.parse_args()
+    if bool(args.annotations) != bool(args.corpus):
+        ap.error("--annotations and --corpus go together")
     if args.cold_index:
         _cold_index(args.cold_index, args.home)
     elif args.index_cost:
@@ -235,8 +241,10 @@ def main() -> None:
         half_written(args.half_written)
     elif args.latency:
         latency(args.latency)
+    elif args.annotations:
+        gold_first(args.embedder, [quality.custom_corpus(args.annotations, args.corpus, args.index_root)])
     else:
-        gold_first(args.embedder)
+        gold_first(args.embedder, quality.bench_corpora(None, quality.corpora.SHARED_BENCH))
 
 
 if __name__ == "__main__":

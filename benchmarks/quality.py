@@ -153,6 +153,13 @@ def load_tasks(path: Path) -> tuple[Task, ...]:
     return tuple(tasks)
 
 
+def custom_corpus(annotations: Path, corpus: Path, index_root: str = "") -> Corpus:
+    """A user's annotation file over their repository, optionally indexing one subfolder of it."""
+    prefix = index_root.strip("/")
+    root = corpus.resolve()
+    return Corpus(annotations.stem, root / prefix if prefix else root, prefix, load_tasks(annotations))
+
+
 def bench_corpora(names: Sequence[str] | None, bench_dir: Path) -> list[Corpus]:
     """The shared bench's corpora, laid out by corpora.py."""
     out = []
@@ -463,18 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["GIT_CEILING_DIRECTORIES"] = os.pathsep.join([*ceilings, str(corpora.DATA_DIR)])
 
     if args.annotations:
-        corpus_dir = args.corpus.resolve()
-        if not corpus_dir.is_dir():
-            ap.error(f"--corpus {corpus_dir} is not a folder")
-        prefix = args.index_root.strip("/")
-        todo = [
-            Corpus(
-                args.annotations.stem,
-                corpus_dir / prefix if prefix else corpus_dir,
-                prefix,
-                load_tasks(args.annotations),
-            )
-        ]
+        if not args.corpus.is_dir():
+            ap.error(f"--corpus {args.corpus} is not a folder")
+        todo = [custom_corpus(args.annotations, args.corpus, args.index_root)]
     else:
         todo = bench_corpora(_csv(args.repos) or None, args.bench)
 
