@@ -100,3 +100,29 @@ def test_a_long_query_matches_paths_by_its_rarest_words_within_a_budget() -> Non
     # "src", "pkg" and "common" name every path; the budget skips them, the rare word still counts.
     stems = QueryInfo.of("src pkg common resolver").stems
     assert index.match(stems, 1) == ["src/pkg/resolver.py"]
+
+
+@pytest.mark.parametrize(
+    ("query", "wanted", "other"),
+    [
+        ("real IP extraction from forwarded headers", "middleware/realip.go", "middleware/route_headers.go"),
+        ("OpenAPI schema generation", "fastapi/openapi/utils.py", "fastapi/schema_gen.py"),
+    ],
+)
+def test_two_query_words_run_together_in_a_file_name_match_both(query: str, wanted: str, other: str) -> None:
+    scored = {other: 1.0, wanted: 0.9}
+    assert _ranked(query, scored, {"path_match": True})[0] == wanted
+    assert _ranked(query, scored, {"path_match": False})[0] == other
+
+
+@pytest.mark.parametrize("folder", ["examples", "_examples", "example", "demo", "samples"])
+def test_examples_rank_after_the_code_they_use_unless_asked_for(folder: str) -> None:
+    scored = {f"{folder}/rest/main.go": 1.2, "mux.go": 1.0}
+    assert _ranked("route grouping with sub-routers", scored, {})[0] == "mux.go"
+    assert _ranked("route grouping with sub-routers", scored, {"example_penalty": False})[0] != "mux.go"
+    assert _ranked("an example of route grouping", scored, {})[0] != "mux.go"
+
+
+def test_a_folder_merely_containing_the_word_is_not_examples() -> None:
+    scored = {"counterexamples/check.go": 1.2, "mux.go": 1.0}
+    assert _ranked("route grouping", scored, {})[0] == "counterexamples/check.go"

@@ -125,6 +125,11 @@ _TEST_FILE = re.compile(
 )
 
 
+# Folders of code that shows how to use the project rather than being it. A leading `_` or `.` is
+# not part of the name: Go keeps its examples in `_examples/` so that the go tool skips them.
+_EXAMPLE_DIRS = frozenset({"example", "examples", "demo", "demos", "sample", "samples"})
+
+
 def language_of(path: str) -> str:
     """The language of a path, by file name then extension ('text' when unknown)."""
     name = path.rsplit("/", 1)[-1]
@@ -141,6 +146,11 @@ def is_test_path(path: str) -> bool:
     if any(part.lower() in _TEST_DIRS for part in parts[:-1]):
         return True
     return bool(parts) and bool(_TEST_FILE.match(parts[-1]))
+
+
+def is_example_path(path: str) -> bool:
+    """True when a folder of the path holds examples, demos or samples (segment-exact)."""
+    return any(part.lstrip("_.").lower() in _EXAMPLE_DIRS for part in PurePosixPath(path).parts[:-1])
 
 
 def kind_of(path: str, language: str | None = None) -> str:

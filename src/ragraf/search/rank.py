@@ -7,17 +7,18 @@ import re
 from dataclasses import dataclass, replace
 
 from ragraf.facts.lookup import superseded_paths
-from ragraf.languages import DOC_LANGUAGES, is_test_path, language_of
+from ragraf.languages import DOC_LANGUAGES, is_example_path, is_test_path, language_of
 from ragraf.store import ChunkHit
 from ragraf.tokens import STOPWORDS, split_identifier
 
 RULES = (
     "rrf", "path_candidates", "definition_boost", "symbol_match", "path_match", "mentioned_path",
-    "test_penalty", "doc_penalty", "version_penalty", "file_evidence", "file_cap", "merge_adjacent",
+    "test_penalty", "example_penalty", "doc_penalty", "version_penalty", "file_evidence", "file_cap", "merge_adjacent",
 )  # fmt: skip
 _TEST_QUERY = re.compile(
     r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I
 )
+_EXAMPLE_QUERY = re.compile(r"\b(examples?|demos?|samples?)\b", re.I)
 _DOC_QUERY = re.compile(
     r"\b(docs?|documentation|readme|guide|tutorial|changelog|markdown|explain(ed)?)\b", re.I
 )
@@ -78,8 +79,10 @@ class QueryInfo:
     stems: frozenset[str]  # stems of the content words
     wants_tests: bool
     wants_docs: bool
+    wants_examples: bool = False
     paths: tuple[str, ...] = ()  # file paths the query quotes
     versions: frozenset[str] = frozenset()  # version folders the query names ("v3")
+    joined: tuple[tuple[str, str, str], ...] = ()  # (stem of two adjacent words run together, their stems)
 
     @classmethod
     def of(cls, query: str) -> QueryInfo:
@@ -93,14 +96,33 @@ class QueryInfo:
         )
         paths = tuple(dict.fromkeys(p for p in quoted if p))
         versions = frozenset(f"v{int(n)}" for n in _VERSION_WORD.findall(query[:20_000]))
+        content = [p for p in parts[:200] if p not in STOPWORDS]
+        joined = tuple(
+            dict.fromkeys(
+                (stem(a + b), stem(a), stem(b))
+                for a, b in zip(content, content[1:], strict=False)
+                if len(a) > 1 and len(b) > 1
+            )
+        )
         return cls(
             identifiers,
             stems,
             bool(_TEST_QUERY.search(query)),
             bool(_DOC_QUERY.search(query)),
+            bool(_EXAMPLE_QUERY.search(query)),
             paths[:50],
             versions,
+            joined,
         )
+
+
+def matched_stems(q: QueryInfo, stems: frozenset[str]) -> set[str]:
+    """The query's stems a path holds, two adjacent words run together counting as both (`realip`)."""
+    found = set(q.stems & stems)
+    for joined, a, b in q.joined:
+        if joined in stems:
+            found |= {a, b}
+    return found
 
 
 # Rules measured to hurt on the bench (benchmarks/ablation.py) stay switchable but start off.
@@ -157,6 +179,13 @@ def older_versions(paths: set[str], named: frozenset[str] = frozenset()) -> set[
     return {p for p in older if split[p][2] not in named}
 
 
+def _aside(q: QueryInfo, path: str, rules: dict[str, bool] | None) -> bool:
+    """Tests and examples, unless the query asks for them (a test's example is penalised once)."""
+    if is_test_path(path):
+        return enabled(rules, "test_penalty") and not q.wants_tests
+    return enabled(rules, "example_penalty") and not q.wants_examples and is_example_path(path)
+
+
 def apply_rules(
     q: QueryInfo, candidates: list[Candidate], rules: dict[str, bool] | None = None
 ) -> list[Candidate]:
@@ -173,11 +202,11 @@ def apply_rules(
         if enabled(rules, "symbol_match") and _symbol_matches(hit.symbol, q):
             score *= 1.5
         if enabled(rules, "path_match") and q.stems:
-            overlap = len(q.stems & path_stems(hit.path)) / len(q.stems)
+            overlap = min(1.0, len(matched_stems(q, path_stems(hit.path))) / len(q.stems))
             score *= 1.0 + 0.6 * overlap
         if enabled(rules, "mentioned_path") and q.paths and any(_same_file(hit.path, p) for p in q.paths):
             score *= 1.5
-        if enabled(rules, "test_penalty") and not q.wants_tests and is_test_path(hit.path):
+        if _aside(q, hit.path, rules):
             score *= 0.5
         if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
             score *= 0.6
