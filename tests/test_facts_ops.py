@@ -113,3 +113,28 @@ def test_a_file_counts_as_a_module_definition_when_nothing_else_matches(sample: 
     env = cli_json("def", "response", "--root", str(sample))
     assert [(r["path"], r["kind"], r["line"]) for r in env["results"]] == [("lib/response.js", "module", 1)]
     assert "matched module file" in env["notes"]
+
+
+def test_a_name_defined_outside_the_index_is_answered_with_where_it_is_imported(sample: Path) -> None:
+    write(
+        sample,
+        {
+            "crate/src/response/mod.rs": "pub use axum_core::response::{IntoResponse, Response};\n",
+            "crate/src/handler.rs": "use crate::response::IntoResponse;\n\nfn h() -> impl IntoResponse { 1 }\n",
+            "crate/tests/it.rs": "use axum_core::response::IntoResponse;\n",
+            "web/views.py": "from framework.http import HttpResponse\n",
+        },
+    )
+    cli_json("index", "--root", str(sample))
+    env = cli_json("def", "IntoResponse", "--root", str(sample))
+    assert [(r["path"], r["kind"], r["line"]) for r in env["results"]] == [
+        ("crate/src/response/mod.rs", "import", 1),
+        ("crate/src/handler.rs", "import", 1),
+        ("crate/tests/it.rs", "import", 1),
+    ]
+    assert any("comes from outside the index" in n for n in env["notes"])
+    # A name the index defines is answered by its definitions alone.
+    defined = cli_json("def", "HttpClient", "--root", str(sample))
+    assert {r["kind"] for r in defined["results"]} == {"class"}
+    nothing = cli_json("def", "NoSuchThing", "--root", str(sample))
+    assert nothing["results"] == [] and any("no definition" in n for n in nothing["notes"])

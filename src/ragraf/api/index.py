@@ -646,7 +646,12 @@ class Index:
         if env.state == "refused":
             return env
         hits, how = find_definitions(self.store(), rev.rev_no, name)
-        if how not in ("exact", "none"):
+        if how == "imported":
+            env.notes.append(
+                f"no definition of {name!r} in {rev.rev}: it comes from outside the index; "
+                "the results are where it is imported (kind: import)"
+            )
+        elif how not in ("exact", "none"):
             env.notes.append(f"matched {how}")
         if not hits:
             env.notes.append(f"no definition of {name!r} in {rev.rev}; try `ragraf search`")

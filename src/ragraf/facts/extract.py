@@ -15,6 +15,7 @@ from dataclasses import replace
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
+from .macros import with_macro_items
 from .markdown import markdown_facts
 from .model import (
     DEFINITION_KINDS,
@@ -115,6 +116,22 @@ def _extract(text: str, language: str, rules: LanguageRules, query: Query, tree:
         # later parse once in about ten runs of the random-text test.
         parser = get_parser(language)  # type: ignore[arg-type]
         facts = salvaged(facts, root, data, parser, lambda part: _facts_of(part, data, rules, query, known))
+    if rules.macro_items:
+        known = frozenset(_known_names(facts[0], facts[2]))
+        impl_hook = rules.names["impl_item"]
+
+        def impl_name(node: Node) -> str | None:
+            named = impl_hook(node)
+            return _name_text(data, named[0][0]) if named else None
+
+        facts = with_macro_items(
+            facts,
+            root,
+            data,
+            get_parser(language),  # type: ignore[arg-type]
+            lambda part: _facts_of(part, data, rules, query, known),
+            impl_name,
+        )
     return FileFacts(language, True, *facts, root.has_error)
 
 

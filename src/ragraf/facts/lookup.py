@@ -8,6 +8,7 @@ folder supersedes it, the kind of definition, whether the file is named after it
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from ragraf.languages import is_test_path
@@ -28,6 +29,8 @@ _STUB_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
 _VERSION_DIR = re.compile(r"v(\d+)\Z", re.IGNORECASE)
 # A package's entry file stands for its folder (`errors/index.ts`, `auth/__init__.py`, `net/mod.rs`).
 _ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
+# Import paths that stay within the project: Rust's crate/self/super, relative modules elsewhere.
+_INTERNAL = ("crate::", "self::", "super::", ".")
 _NAME_NOISE = re.compile(r"[_\-.$]")
 # JavaScript code marks some names with a leading `$` (zod's `$ZodType`, Svelte's `$state`).
 _SIGIL = "$"
@@ -110,7 +113,8 @@ def _sigil_variant(store: Store, rev_no: int, name: str) -> list[FactHit]:
 
 
 def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit], str]:
-    """Definitions of name and how they matched: exact, case-insensitive, as $name, qualified, module file or none."""
+    """Definitions of name and how they matched: exact, case-insensitive, as $name, qualified, module
+    file, or none; with none, the imports of a name defined outside the index ("imported")."""
     name = name.strip()
     if not name:
         return [], "none"
@@ -127,7 +131,33 @@ def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit
     if hits:
         return rank_definitions(hits), "qualified"
     hits = _modules(store, rev_no, name)
-    return (rank_definitions(hits), "module file") if hits else ([], "none")
+    if hits:
+        return rank_definitions(hits), "module file"
+    hits = _imports(store, rev_no, name)
+    return (hits, "imported") if hits else ([], "none")
+
+
+def _imports(store: Store, rev_no: int, name: str) -> list[FactHit]:
+    """Where a name defined outside the index comes in (axum's `pub use axum_core::extract::FromRequest`),
+    a line per file: source before tests, imports from outside before those from within the project
+    (`crate::`, `./`), a package's entry file (where re-exports gather) first, then shallow paths."""
+    hits = store.find_facts(rev_no, "import", name=name, exact=True)
+    first = {h.path: replace(h, kind="import") for h in reversed(hits)}
+    return sorted(
+        first.values(),
+        key=lambda h: (
+            path_role(h.path),
+            (h.signature or "").startswith(_INTERNAL),
+            not _is_entry(h.path),
+            h.path.count("/"),
+            h.path,
+        ),
+    )
+
+
+def _is_entry(path: str) -> bool:
+    p = PurePosixPath(path)
+    return p.name.split(".", 1)[0] in _ENTRY_STEMS or p.name == "lib.rs"
 
 
 def _modules(store: Store, rev_no: int, name: str) -> list[FactHit]:

@@ -55,6 +55,8 @@ class LanguageRules:
     qualified_methods: bool = False
     # Merge consecutive clauses of one function (Haskell equations, Elixir multi-clause defs).
     merge_clauses: bool = False
+    # Parse the items of braced macro calls standing where items stand (facts.macros; Rust).
+    macro_items: bool = False
     # Re-parse what a top-level syntax error swallowed (extract._salvaged). Not for C and C++: their
     # errors mostly come from macros, which no split mends (on /usr/include: +17-49% extraction
     # time for 0.2% more definitions).

@@ -1,7 +1,8 @@
 """Rust: functions, impl methods (contained by the impl's type), structs, enums, traits, modules, uses.
 
 Macro arguments are a flat token tree, not expressions: a name just before a parenthesized token
-tree (`println!("{}", target(1))`, `vec![f(x)]`) is read as a call.
+tree (`println!("{}", target(1))`, `vec![f(x)]`) is read as a call. Items inside a braced macro
+call where an item stands (`cfg_rt! { pub struct LocalSet .. }`) are parsed again (facts.macros).
 """
 
 from __future__ import annotations
@@ -110,5 +111,6 @@ RULES = {
         names={"impl_item": _impl_type},
         imports=_imports,
         noise=frozenset({"self", "Self", "Some", "None", "Ok", "Err"}),
+        macro_items=True,
     ),
 }
