@@ -19,7 +19,7 @@ from ragraf.chunking import SymbolSpan, chunk_text, parse
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, extract
 from ragraf.facts import extract_facts, qualified_name
-from ragraf.languages import TREE_SITTER_LANGUAGES
+from ragraf.languages import TREE_SITTER_LANGUAGES, content_language
 from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord, RefSites
 from ragraf.store.base import pack_sites
 from ragraf.tokens import index_text
@@ -101,7 +101,7 @@ def prepare(job: tuple[ContentKey, str, Settings], parsed: bool = True) -> Conte
     if not parsed:
         chunks, _, _, _ = analyse(ex.text, "text", settings)  # as plain text: lines, no parse
         return ContentBundle(key, chunks, [], FAILED)
-    chunks, facts, refs, status = analyse(ex.text, key[1], settings)
+    chunks, facts, refs, status = analyse(ex.text, content_language(key[1], path, ex.text), settings)
     return ContentBundle(key, chunks, facts, status, refs)
 
 
