@@ -126,3 +126,23 @@ def test_examples_rank_after_the_code_they_use_unless_asked_for(folder: str) -> 
 def test_a_folder_merely_containing_the_word_is_not_examples() -> None:
     scored = {"counterexamples/check.go": 1.2, "mux.go": 1.0}
     assert _ranked("route grouping", scored, {})[0] == "counterexamples/check.go"
+
+
+@pytest.mark.parametrize(
+    ("query", "wanted", "other"),
+    [
+        ("utility functions used across the package", "model2vec/utils.py", "model2vec/hub.py"),
+        ("standard library type Serialize implementations", "src/ser/impls.rs", "src/ser/mod.rs"),
+        ("formatter", "include/fmt/format.h", "include/fmt/core.h"),
+    ],
+)
+def test_a_path_word_abbreviating_a_query_word_matches_it(query: str, wanted: str, other: str) -> None:
+    scored = {other: 1.0, wanted: 0.9}
+    assert _ranked(query, scored, {"path_match": True})[0] == wanted
+    assert _ranked(query, scored, {"path_match": False})[0] == other
+
+
+def test_a_path_word_of_three_letters_abbreviates_nothing() -> None:
+    # `env` would stand for environment, envelope and envoy alike.
+    scored = {"src/config.py": 1.0, "src/env.py": 0.9}
+    assert _ranked("environment variables", scored, {"path_match": True})[0] == "src/config.py"

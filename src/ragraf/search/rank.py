@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, replace
@@ -32,6 +33,7 @@ _VERSION_WORD = re.compile(r"\bv(\d+)\b", re.I)
 # A package's entry file exists beside a version folder and in it alike (index.ts, __init__.py),
 # so it says nothing about the folder being a copy.
 _ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
+_ABBREVIATION = 4  # letters a path word needs to stand for a longer query word it starts
 _NOT_PLURAL = ("ss", "us", "is", "ias")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
@@ -83,6 +85,7 @@ class QueryInfo:
     paths: tuple[str, ...] = ()  # file paths the query quotes
     versions: frozenset[str] = frozenset()  # version folders the query names ("v3")
     joined: tuple[tuple[str, str, str], ...] = ()  # (stem of two adjacent words run together, their stems)
+    ordered: tuple[str, ...] = ()  # the stems, sorted: the ones a path abbreviation starts are a range
 
     @classmethod
     def of(cls, query: str) -> QueryInfo:
@@ -113,15 +116,24 @@ class QueryInfo:
             paths[:50],
             versions,
             joined,
+            tuple(sorted(stems)),
         )
 
 
 def matched_stems(q: QueryInfo, stems: frozenset[str]) -> set[str]:
-    """The query's stems a path holds, two adjacent words run together counting as both (`realip`)."""
+    """The query's stems a path holds. Two adjacent words run together count as both (`realip`), and a
+    path word of 4 letters or more that starts a query word counts as it: paths abbreviate (`utils`
+    for utility, `impls` for implementations, `format.h` for formatter)."""
     found = set(q.stems & stems)
     for joined, a, b in q.joined:
         if joined in stems:
             found |= {a, b}
+    for s in stems:
+        if len(s) >= _ABBREVIATION and s not in q.stems:
+            at = bisect.bisect_left(q.ordered, s)
+            while at < len(q.ordered) and q.ordered[at].startswith(s):
+                found.add(q.ordered[at])
+                at += 1
     return found
 
 
