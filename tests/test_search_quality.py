@@ -194,3 +194,21 @@ def test_a_result_is_named_for_the_definition_asked_for_not_its_chunks_first(tmp
     top = idx.search("handler_57", k=1).results[0]
     assert top.start_line <= 4 * 57 + 1 <= top.end_line and top.start_line < 4 * 57 + 1
     assert top.symbol == "handler_57"
+
+
+def test_a_symbol_query_boosts_the_name_as_written_not_its_other_cases(tmp_path: Path) -> None:
+    # serde's `Serialize` trait against the many `serialize` methods that implement it.
+    (tmp_path / "ser").mkdir()
+    (tmp_path / "ser" / "mod.rs").write_text(
+        "pub trait Serialize {\n    fn serialize(&self);\n}\n\n" + "// padding\n" * 60
+    )
+    impls = "".join(
+        f"impl Serialize for T{i} {{\n    fn serialize(&self) {{ Serialize::serialize(self) }}\n}}\n\n"
+        for i in range(30)
+    )
+    (tmp_path / "content.rs").write_text(impls)
+    idx = Index.open(tmp_path, home=tmp_path / ".home", embedder="none")
+    idx.index()
+    assert idx.search("Serialize", k=3).results[0].path == "ser/mod.rs"
+    # Asked in another case than any definition, the name still finds them.
+    assert idx.search("SERIALIZE", k=3).results[0].symbol.lower().endswith("serialize")

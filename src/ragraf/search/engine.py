@@ -92,9 +92,13 @@ def code_names(query: str) -> list[str]:
 
 
 def best_definitions(store: Store, rev_no: int, name: str) -> list[FactHit]:
-    """The three definitions of a name that rank first (headings aside)."""
-    found = store.find_facts(rev_no, "def", name=name, exact=False, limit=50)
-    return [d for d in rank_definitions(found) if d.kind != "heading"][:3]
+    """The three definitions of a name that rank first (headings aside); the name as written when it
+    is defined so (`Serialize` the trait, not every `serialize` method), else in any case."""
+    found = [
+        d for d in store.find_facts(rev_no, "def", name=name, exact=False, limit=50) if d.kind != "heading"
+    ]
+    exact = [d for d in found if d.name == name]
+    return rank_definitions(exact or found)[:3]
 
 
 def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Candidate]) -> list[Candidate]:
