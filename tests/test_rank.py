@@ -105,11 +105,18 @@ def test_a_long_query_matches_paths_by_its_rarest_words_within_a_budget() -> Non
 @pytest.mark.parametrize(
     ("query", "wanted", "other"),
     [
+        # Two adjacent query words run together in a name match both.
         ("real IP extraction from forwarded headers", "middleware/realip.go", "middleware/route_headers.go"),
         ("OpenAPI schema generation", "fastapi/openapi/utils.py", "fastapi/schema_gen.py"),
+        # A path word of 4 letters or more that starts a query word abbreviates it.
+        ("utility functions used across the package", "model2vec/utils.py", "model2vec/hub.py"),
+        ("standard library type Serialize implementations", "src/ser/impls.rs", "src/ser/mod.rs"),
+        ("formatter", "include/fmt/format.h", "include/fmt/core.h"),
     ],
 )
-def test_two_query_words_run_together_in_a_file_name_match_both(query: str, wanted: str, other: str) -> None:
+def test_path_words_run_together_or_abbreviated_match_query_words(
+    query: str, wanted: str, other: str
+) -> None:
     scored = {other: 1.0, wanted: 0.9}
     assert _ranked(query, scored, {"path_match": True})[0] == wanted
     assert _ranked(query, scored, {"path_match": False})[0] == other
@@ -126,20 +133,6 @@ def test_examples_rank_after_the_code_they_use_unless_asked_for(folder: str) -> 
 def test_a_folder_merely_containing_the_word_is_not_examples() -> None:
     scored = {"counterexamples/check.go": 1.2, "mux.go": 1.0}
     assert _ranked("route grouping", scored, {})[0] == "counterexamples/check.go"
-
-
-@pytest.mark.parametrize(
-    ("query", "wanted", "other"),
-    [
-        ("utility functions used across the package", "model2vec/utils.py", "model2vec/hub.py"),
-        ("standard library type Serialize implementations", "src/ser/impls.rs", "src/ser/mod.rs"),
-        ("formatter", "include/fmt/format.h", "include/fmt/core.h"),
-    ],
-)
-def test_a_path_word_abbreviating_a_query_word_matches_it(query: str, wanted: str, other: str) -> None:
-    scored = {other: 1.0, wanted: 0.9}
-    assert _ranked(query, scored, {"path_match": True})[0] == wanted
-    assert _ranked(query, scored, {"path_match": False})[0] == other
 
 
 def test_a_path_word_of_three_letters_abbreviates_nothing() -> None:
