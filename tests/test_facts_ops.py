@@ -123,18 +123,36 @@ def test_a_name_defined_outside_the_index_is_answered_with_where_it_is_imported(
             "crate/src/handler.rs": "use crate::response::IntoResponse;\n\nfn h() -> impl IntoResponse { 1 }\n",
             "crate/tests/it.rs": "use axum_core::response::IntoResponse;\n",
             "web/views.py": "from framework.http import HttpResponse\n",
+            "web/stale.py": "from app.server import Gone\n",
+            "web/paths.py": "from pathlib import (\n    PurePath,\n    Path,\n)\n\n\ndef path():\n    return Path('.')\n",
+            "crate/src/extract.rs": "use super::{IntoResponse};\n",
+            "docs/session.md": "# Session\n\nHow sessions work.\n",
+            "web/net.py": "from requests import Session\n",
         },
     )
     cli_json("index", "--root", str(sample))
     env = cli_json("def", "IntoResponse", "--root", str(sample))
+    # `use crate::response::IntoResponse` leads back into the project: not where it comes in.
     assert [(r["path"], r["kind"], r["line"]) for r in env["results"]] == [
         ("crate/src/response/mod.rs", "import", 1),
-        ("crate/src/handler.rs", "import", 1),
         ("crate/tests/it.rs", "import", 1),
     ]
     assert any("comes from outside the index" in n for n in env["notes"])
     # A name the index defines is answered by its definitions alone.
     defined = cli_json("def", "HttpClient", "--root", str(sample))
     assert {r["kind"] for r in defined["results"]} == {"class"}
+    python = cli_json("def", "HttpResponse", "--root", str(sample))
+    assert [(r["path"], r["kind"]) for r in python["results"]] == [("web/views.py", "import")]
+    # An import of a project module that does not define the name dangles: no answer.
+    assert cli_json("def", "Gone", "--root", str(sample))["results"] == []
+    # An exact import outranks a definition of the name in another case, and a heading of the name;
+    # the line cited is the one holding the name.
+    imported = cli_json("def", "Path", "--root", str(sample))["results"]
+    assert [(r["path"], r["kind"], r["line"]) for r in imported] == [("web/paths.py", "import", 3)]
+    session = cli_json("def", "Session", "--root", str(sample))["results"]
+    assert [(r["path"], r["kind"]) for r in session] == [
+        ("web/net.py", "import"),
+        ("docs/session.md", "heading"),
+    ]
     nothing = cli_json("def", "NoSuchThing", "--root", str(sample))
     assert nothing["results"] == [] and any("no definition" in n for n in nothing["notes"])

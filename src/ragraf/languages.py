@@ -140,49 +140,6 @@ def language_of(path: str) -> str:
     return EXTENSIONS.get(name[dot:].lower(), "text") if dot > 0 else "text"
 
 
-# What only C++ says, at the start of a line: a `.h` header holding it is C++ (fmt, abseil, Qt), and
-# read as C its templates and classes would come out as garbage.
-_CPP_HEADER = re.compile(
-    r"^[ \t]*(template[ \t]*<|namespace[ \t]+\w+[ \t]*\{|(class|struct)[ \t]+\w+[^;(]*:[ \t]*(public|private|protected)\b"
-    r"|(public|private|protected)[ \t]*:|using[ \t]+namespace\b|#[ \t]*include[ \t]*<(string|vector|memory|utility|type_traits"
-    r"|cstddef|cstdint|cstdio|cstring|iostream|map|algorithm|functional|limits)>)",
-    re.MULTILINE,
-)
-
-
-_IF = re.compile(r"[ \t]*#[ \t]*if")
-_ENDIF = re.compile(r"[ \t]*#[ \t]*endif")
-
-
-def content_language(language: str, path: str, text: str) -> str:
-    """The language to parse a file as: a `.h` header written in C++ is C++ (what it says only
-    for C++ compilers, under `#ifdef __cplusplus`, does not count: glibc's math.h is C)."""
-    if language != "c" or not path.endswith(".h"):
-        return language
-    return "cpp" if _CPP_HEADER.search(_outside_cplusplus(text[:200_000])) else language
-
-
-def _outside_cplusplus(text: str) -> str:
-    """The lines of a header outside its `#if ... __cplusplus ... #endif` blocks."""
-    if "__cplusplus" not in text:
-        return text
-    kept: list[str] = []
-    depth = skip_from = 0
-    for line in text.split("\n"):
-        if _IF.match(line):
-            depth += 1
-            if not skip_from and "__cplusplus" in line:
-                skip_from = depth
-        elif _ENDIF.match(line):
-            if skip_from == depth:
-                skip_from = 0
-            depth = max(0, depth - 1)
-            continue
-        if not skip_from:
-            kept.append(line)
-    return "\n".join(kept)
-
-
 def is_test_path(path: str) -> bool:
     """True when a path segment marks it as a test, fixture or mock (segment-exact)."""
     parts = PurePosixPath(path).parts

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragraf import Index
-from ragraf.languages import content_language
+from ragraf.header_language import content_language
 
 CPP_HEADER = """\
 #pragma once
@@ -39,6 +39,36 @@ double hypot(double x, double y);
 #endif
 #endif
 """
+
+
+C_LOOKALIKES = {
+    "comment": "/* Usage from C++:\n   class MyPanel : public Panel { };\n*/\nint del_panel(PANEL *);\n",
+    "if 0": "#if 0\nnamespace curses {\n#endif\nint new_panel(void);\n",
+    "elif": "#if defined(X)\nint a;\n#elif defined(__cplusplus)\n#include <cstddef>\n#endif\nint b;\n",
+    "continued": "#if defined(X) && \\\n    defined(__cplusplus)\ntemplate <typename T> T f(T);\n#endif\n",
+    "macro": "#define DECL(T) \\\n  template <typename T> int g;\nint h(void);\n",
+    "glibc": '#ifdef __CORRECT_ISO_CPP_STRING_H_PROTO\nextern "C++" {\n#endif\nchar *strchr(const char *, int);\n',
+}
+CPP_LOOKALIKES = {
+    "nested namespace": "namespace a::b {\nint f();\n}\n",
+    "namespace on its own line": "namespace foo\n{\nstruct Widget { int x; };\n}\n",
+    "anonymous namespace": "namespace {\nstruct ForceLinking { ForceLinking(); };\n}\n",
+    "enum class": "enum class Color { Red, Green };\n",
+    "class without a base": "class Box {\n  int x;\n};\n",
+    "else of an ifdef": '#ifdef __cplusplus\nextern "C" {\n#else\n#include <cstdint>\n#endif\n',
+    "standard header": "#include <optional>\nstruct S;\n",
+}
+
+
+def test_c_headers_that_mention_cpp_where_c_does_not_read_it_stay_c() -> None:
+    for name, text in C_LOOKALIKES.items():
+        assert content_language("c", "x.h", text) == "c", name
+
+
+def test_cpp_headers_in_their_other_forms_are_cpp() -> None:
+    for name, text in CPP_LOOKALIKES.items():
+        assert content_language("c", "x.h", text) == "cpp", name
+    assert content_language("c", "LEGACY.H", CPP_HEADER) == "cpp"
 
 
 def test_a_header_is_cpp_only_when_cpp_is_said_outside_cplusplus_blocks() -> None:

@@ -167,8 +167,8 @@ def test_imports_name_modules_and_imported_names() -> None:
         ("os.path", None, 1),
         ("json", None, 2),
         (".", "util", 3),
-        ("..pkg.mod", "a", 4),
-        ("..pkg.mod", "b", 4),
+        ("..pkg.mod", "a", 5),  # a statement over several lines cites the line holding the name
+        ("..pkg.mod", "b", 6),
         ("x", None, 8),
     ]
 

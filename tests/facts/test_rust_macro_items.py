@@ -87,3 +87,54 @@ def test_a_file_without_macro_items_has_the_same_facts_as_before() -> None:
         ("f", "method"),
         ("m", "function"),
     }
+
+
+def test_code_beside_a_macro_call_on_its_lines_keeps_its_facts() -> None:
+    source = (
+        "fn x() { p(); } m! { fn a() { q(); } } fn b() { r(); }\n"
+        "fn b() {} mod y { fn b() {} }\n"
+        "baz! { fn semi_fn() {} };\n"
+        'extern "C" { ext! { fn in_extern(); } }\n'
+        "pin_project_lite::pin_project! { struct Pinned { f: u8 } }\n"
+    )
+    facts = extract_facts(source, "rust")
+    defs = {(d.name, d.container, d.line) for d in facts.definitions}
+    assert {
+        ("a", None, 1),
+        ("b", None, 2),
+        ("b", "y", 2),
+        ("semi_fn", None, 3),
+        ("in_extern", None, 4),
+    } <= defs
+    assert ("Pinned", None, 5) in defs
+    calls = {(r.name, r.line, r.container) for r in facts.references if r.is_call}
+    assert {("p", 1, "x"), ("q", 1, "a"), ("r", 1, "b"), ("m", 1, None), ("pin_project", 5, None)} <= calls
+    assert not {("a", 1, None), ("semi_fn", 3, None)} & calls  # definitions, not calls
+
+
+def test_a_half_written_item_in_a_macro_keeps_the_other_definitions() -> None:
+    source = (
+        "cfg_rt! {\n"
+        "    pub struct LocalSet;\n"
+        "    impl LocalSet {\n"
+        "        fn new() -> Self { LocalSet }\n"
+        "        fn half_written(&self) { let x = self.tick +; }\n"
+        "        fn spawn_local(&self) { spawn_inner(); }\n"
+        "    }\n"
+        "}\n"
+    )
+    facts = extract_facts(source, "rust")
+    assert {(d.name, d.container) for d in facts.definitions} >= {
+        ("LocalSet", None),
+        ("new", "LocalSet"),
+        ("spawn_local", "LocalSet"),
+    }
+    assert "new" not in {r.name for r in facts.references if r.is_call}
+
+
+def test_a_file_of_thousands_of_macro_items_keeps_them_all() -> None:
+    one = "m! { fn f0() { g0(); } }\n"
+    many = "".join(one.replace("0", str(i)) for i in range(4000))
+    facts = extract_facts(many, "rust")
+    assert len(facts.definitions) == 4000
+    assert not facts.partial

@@ -457,10 +457,20 @@ def _imports(nodes: list[Node], rules: LanguageRules) -> tuple[Import, ...]:
             continue
         seen.add(node.start_byte)
         line = node.start_point[0] + 1
+        multiline = node.end_point[0] > node.start_point[0]
         for module, name in _imported(node, rules.imports):
             if module:
-                out.append(Import(module, name or None, line))
+                at = _name_line(node, name, line) if multiline and name else line
+                out.append(Import(module, name or None, at))
     return tuple(out)
+
+
+def _name_line(node: Node, name: str, first: int) -> int:
+    """The line of an import statement spread over several (`from x import (\n    a,\n)`) that
+    holds the imported name, so a cited line shows it; the first line when it is not found."""
+    text = node.text or b""
+    match = re.search(rb"(?<![\w$])" + re.escape(name.encode("utf-8", "surrogatepass")) + rb"(?![\w$])", text)
+    return first + text.count(b"\n", 0, match.start()) if match else first
 
 
 def _imported(node: Node, hook: ImportHook) -> list[tuple[str, str | None]]:

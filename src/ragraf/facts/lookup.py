@@ -8,6 +8,7 @@ folder supersedes it, the kind of definition, whether the file is named after it
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import PurePosixPath
 
@@ -29,8 +30,9 @@ _STUB_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
 _VERSION_DIR = re.compile(r"v(\d+)\Z", re.IGNORECASE)
 # A package's entry file stands for its folder (`errors/index.ts`, `auth/__init__.py`, `net/mod.rs`).
 _ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
-# Import paths that stay within the project: Rust's crate/self/super, relative modules elsewhere.
-_INTERNAL = ("crate::", "self::", "super::", ".")
+_RUST_ROOTS = frozenset({"crate", "self", "super"})
+_IMPORT_SITES = 20_000  # import facts read for a name defined outside the index, before one per file
+_MODULE_SEP = re.compile(r"::|[./\\]")
 _NAME_NOISE = re.compile(r"[_\-.$]")
 # JavaScript code marks some names with a leading `$` (zod's `$ZodType`, Svelte's `$state`).
 _SIGIL = "$"
@@ -113,14 +115,20 @@ def _sigil_variant(store: Store, rev_no: int, name: str) -> list[FactHit]:
 
 
 def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit], str]:
-    """Definitions of name and how they matched: exact, case-insensitive, as $name, qualified, module
-    file, or none; with none, the imports of a name defined outside the index ("imported")."""
+    """Definitions of name and how they matched: exact; else, for a name defined outside the index,
+    where it is imported ("imported"); else case-insensitive, as $name, qualified, module file, or none.
+    A Markdown heading of the very name does not hide the imports of a name the code uses."""
     name = name.strip()
     if not name:
         return [], "none"
-    hits = store.find_facts(rev_no, "def", name=name, exact=True)
-    if hits:
-        return rank_definitions(hits), "exact"
+    exact = rank_definitions(store.find_facts(rev_no, "def", name=name, exact=True))
+    if any(h.kind != "heading" for h in exact):
+        return exact, "exact"
+    imported = _imports(store, rev_no, name)
+    if imported:
+        return imported + exact, "imported"
+    if exact:
+        return exact, "exact"
     hits = store.find_facts(rev_no, "def", name=name, exact=False)
     if hits:
         return rank_definitions(hits), "case-insensitive"
@@ -131,28 +139,48 @@ def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit
     if hits:
         return rank_definitions(hits), "qualified"
     hits = _modules(store, rev_no, name)
-    if hits:
-        return rank_definitions(hits), "module file"
-    hits = _imports(store, rev_no, name)
-    return (hits, "imported") if hits else ([], "none")
+    return (rank_definitions(hits), "module file") if hits else ([], "none")
 
 
 def _imports(store: Store, rev_no: int, name: str) -> list[FactHit]:
     """Where a name defined outside the index comes in (axum's `pub use axum_core::extract::FromRequest`),
-    a line per file: source before tests, imports from outside before those from within the project
-    (`crate::`, `./`), a package's entry file (where re-exports gather) first, then shallow paths."""
-    hits = store.find_facts(rev_no, "import", name=name, exact=True)
-    first = {h.path: replace(h, kind="import") for h in reversed(hits)}
+    a line per file. Only imports from modules outside the project count: one from `crate::`, `./`
+    or a module the index holds that no longer defines the name is a dangling import, no answer.
+    Source before tests, a package's entry file (where re-exports gather) first, then shallow paths."""
+    hits = store.find_facts(rev_no, "import", name=name, exact=True, limit=_IMPORT_SITES)
+    if not hits:
+        return []
+    ours = _project_modules(store.manifest(rev_no))
+    first = {
+        h.path: replace(h, kind="import")
+        for h in reversed(hits)
+        if not _from_project(h.signature or "", ours)
+    }
     return sorted(
-        first.values(),
-        key=lambda h: (
-            path_role(h.path),
-            (h.signature or "").startswith(_INTERNAL),
-            not _is_entry(h.path),
-            h.path.count("/"),
-            h.path,
-        ),
+        first.values(), key=lambda h: (path_role(h.path), not _is_entry(h.path), h.path.count("/"), h.path)
     )
+
+
+def _project_modules(paths: Iterable[str]) -> set[str]:
+    """The module paths the project's files answer to: each file without its extension (a package
+    by its folder), and every tail of that of two parts or more (`src/app/server.py` is `app.server`);
+    a single name only for a file or package at the top, or under `src/` or `lib/`."""
+    out: set[str] = set()
+    for path in paths:
+        parts = PurePosixPath(path).with_suffix("").parts
+        if len(parts) > 1 and parts[-1] in _ENTRY_STEMS:
+            parts = parts[:-1]
+        out.update("/".join(parts[i:]) for i in range(len(parts) - 1))
+        if len(parts) == 1 or (len(parts) == 2 and parts[0] in ("src", "lib")):
+            out.add(parts[-1])
+    return out
+
+
+def _from_project(module: str, ours: set[str]) -> bool:
+    """An import from the project itself: relative (`./x`, `.models`), from Rust's `crate`, `self`
+    or `super`, or a module that names the project's files."""
+    parts = [p for p in _MODULE_SEP.split(module) if p]
+    return module.startswith(".") or (bool(parts) and parts[0] in _RUST_ROOTS) or "/".join(parts) in ours
 
 
 def _is_entry(path: str) -> bool:

@@ -19,7 +19,8 @@ from ragraf.chunking import SymbolSpan, chunk_text, parse
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, extract
 from ragraf.facts import extract_facts, qualified_name
-from ragraf.languages import TREE_SITTER_LANGUAGES, content_language
+from ragraf.header_language import content_language
+from ragraf.languages import TREE_SITTER_LANGUAGES
 from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord, RefSites
 from ragraf.store.base import pack_sites
 from ragraf.tokens import index_text
