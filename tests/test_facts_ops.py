@@ -128,6 +128,8 @@ def test_a_name_defined_outside_the_index_is_answered_with_where_it_is_imported(
             "crate/src/extract.rs": "use super::{IntoResponse};\n",
             "docs/session.md": "# Session\n\nHow sessions work.\n",
             "web/net.py": "from requests import Session\n",
+            "web/tokenizer.py": "VOCAB = 3\n",
+            "web/model.py": "from tokenizers import Tokenizer\n",
         },
     )
     cli_json("index", "--root", str(sample))
@@ -153,6 +155,12 @@ def test_a_name_defined_outside_the_index_is_answered_with_where_it_is_imported(
     assert [(r["path"], r["kind"]) for r in session] == [
         ("web/net.py", "import"),
         ("docs/session.md", "heading"),
+    ]
+    # A module of the project named so leads what the code imports.
+    tokenizer = cli_json("def", "Tokenizer", "--root", str(sample))["results"]
+    assert [(r["path"], r["kind"]) for r in tokenizer] == [
+        ("web/tokenizer.py", "module"),
+        ("web/model.py", "import"),
     ]
     nothing = cli_json("def", "NoSuchThing", "--root", str(sample))
     assert nothing["results"] == [] and any("no definition" in n for n in nothing["notes"])

@@ -116,8 +116,9 @@ def _sigil_variant(store: Store, rev_no: int, name: str) -> list[FactHit]:
 
 def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit], str]:
     """Definitions of name and how they matched: exact; else, for a name defined outside the index,
-    where it is imported ("imported"); else case-insensitive, as $name, qualified, module file, or none.
-    A Markdown heading of the very name does not hide the imports of a name the code uses."""
+    where it is imported ("imported"; after a module file named so); else case-insensitive, as
+    $name, qualified, module file, or none. A Markdown heading of the very name does not hide the
+    imports of a name the code uses."""
     name = name.strip()
     if not name:
         return [], "none"
@@ -126,7 +127,10 @@ def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit
         return exact, "exact"
     imported = _imports(store, rev_no, name)
     if imported:
-        return imported + exact, "imported"
+        # A module of the project named so (model2vec's tokenizer/tokenizer.py for `Tokenizer`,
+        # which its code imports from `tokenizers`) is the project's own answer: it leads.
+        modules = rank_definitions(_modules(store, rev_no, name))
+        return modules + imported + exact, "module file" if modules else "imported"
     if exact:
         return exact, "exact"
     hits = store.find_facts(rev_no, "def", name=name, exact=False)
