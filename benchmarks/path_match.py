@@ -64,7 +64,7 @@ def one_cold(kind: str, paths_file: str, query: str) -> float:
     from ragraf.search.rank import QueryInfo
 
     paths = Path(paths_file).read_text().split("\n")
-    stems = QueryInfo.of(query).stems
+    stems = QueryInfo.of(query).path_words
     start = time.perf_counter()
     index = PathIndex.build(set(paths)) if kind == "index" else JoinedPaths.build(paths)
     index.match(stems, 20)
@@ -87,7 +87,7 @@ def warm(kind: str, paths: list[str], qs: list[str]) -> float:
     from ragraf.search.rank import QueryInfo
 
     index = PathIndex.build(set(paths)) if kind == "index" else JoinedPaths.build(paths)
-    stems = [QueryInfo.of(q).stems for q in qs]
+    stems = [QueryInfo.of(q).path_words for q in qs]
     for s in stems:
         index.match(s, 20)
     times = []

@@ -46,8 +46,27 @@ def test_joined_paths_rank_the_same_paths_as_the_path_index_on_a_real_tree() -> 
     paths = _stdlib_paths()
     index, joined = PathIndex.build(paths), JoinedPaths.build(paths)
     for query in QUESTIONS + _queries(paths, 150, seed=7):
-        stems = QueryInfo.of(query).stems
+        stems = QueryInfo.of(query).path_words  # with the starts a short query's words are abbreviated by
         assert joined.match(stems, 20) == index.match(stems, 20), query
+
+
+def test_a_short_query_finds_the_paths_that_abbreviate_its_words() -> None:
+    paths = ["pkg/utils.py", "pkg/model.py", "pkg/impls/serialize.rs", "pkg/detect.py"]
+    index, joined = PathIndex.build(paths), JoinedPaths.build(paths)
+    q = QueryInfo.of("utility helpers for implementations")
+    assert index.match(q.stems, 5) == []
+    assert (
+        set(index.match(q.path_words, 5))
+        == set(joined.match(q.path_words, 5))
+        == {
+            "pkg/utils.py",
+            "pkg/impls/serialize.rs",
+        }
+    )
+    # A long query (a pasted report) keeps its own words: its starts would name too much.
+    words = "parser header encoding socket buffer stream request response client server session cookie"
+    long = QueryInfo.of(f"{words} timeout retry utility")
+    assert long.path_words == long.stems
 
 
 def test_a_long_query_is_cut_by_the_budget_at_the_same_stem() -> None:

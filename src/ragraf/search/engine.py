@@ -56,7 +56,7 @@ def add_path_candidates(
     A file already among the candidates adds the list's share to its best chunk; another one joins
     with the chunk of it that holds the most query terms.
     """
-    files = path_index(store, rev_no).match(q.stems, PATH_FILES)
+    files = path_index(store, rev_no).match(q.path_words, PATH_FILES)
     if not files:
         return candidates
     out = list(candidates)

@@ -34,6 +34,7 @@ _VERSION_WORD = re.compile(r"\bv(\d+)\b", re.I)
 # so it says nothing about the folder being a copy.
 _ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
 _ABBREVIATION = 4  # letters a path word needs to stand for a longer query word it starts
+_PATH_PREFIX_STEMS = 12  # a longer query (a bug report) names its paths in full often enough
 _NOT_PLURAL = ("ss", "us", "is", "ias")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ied", "ed", "es", "s")
 
@@ -86,6 +87,14 @@ class QueryInfo:
     versions: frozenset[str] = frozenset()  # version folders the query names ("v3")
     joined: tuple[tuple[str, str, str], ...] = ()  # (stem of two adjacent words run together, their stems)
     ordered: tuple[str, ...] = ()  # the stems, sorted: the ones a path abbreviation starts are a range
+
+    @functools.cached_property
+    def path_words(self) -> frozenset[str]:
+        """The stems to find paths by: the stems, and for a short query the starts of each (of
+        _ABBREVIATION letters or more) a path may abbreviate it by (`util` for utility, `impl`)."""
+        if len(self.stems) > _PATH_PREFIX_STEMS:
+            return self.stems
+        return self.stems | {w[:n] for w in self.stems for n in range(_ABBREVIATION, len(w))}
 
     @classmethod
     def of(cls, query: str) -> QueryInfo:
