@@ -8,7 +8,6 @@ folder supersedes it, the kind of definition, whether the file is named after it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import PurePosixPath
 
@@ -125,11 +124,12 @@ def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit
     exact = rank_definitions(store.find_facts(rev_no, "def", name=name, exact=True))
     if any(h.kind != "heading" for h in exact):
         return exact, "exact"
-    imported = _imports(store, rev_no, name)
+    paths = _Paths(store, rev_no)
+    imported = _imports(store, rev_no, name, paths)
     if imported:
         # A module of the project named so (model2vec's tokenizer/tokenizer.py for `Tokenizer`,
         # which its code imports from `tokenizers`) is the project's own answer: it leads.
-        modules = rank_definitions(_modules(store, rev_no, name))
+        modules = rank_definitions(_modules(paths(), name))
         return modules + imported + exact, "module file" if modules else "imported"
     if exact:
         return exact, "exact"
@@ -142,11 +142,23 @@ def find_definitions(store: Store, rev_no: int, name: str) -> tuple[list[FactHit
     hits = _qualified(store, rev_no, name)
     if hits:
         return rank_definitions(hits), "qualified"
-    hits = _modules(store, rev_no, name)
+    hits = _modules(paths(), name)
     return (rank_definitions(hits), "module file") if hits else ([], "none")
 
 
-def _imports(store: Store, rev_no: int, name: str) -> list[FactHit]:
+class _Paths:
+    """The revision's paths, read once when first asked for."""
+
+    def __init__(self, store: Store, rev_no: int) -> None:
+        self.store, self.rev_no, self.paths = store, rev_no, None
+
+    def __call__(self) -> list[str]:
+        if self.paths is None:
+            self.paths = [path for path, _ in self.store.manifest_hashes(self.rev_no)]
+        return self.paths
+
+
+def _imports(store: Store, rev_no: int, name: str, paths: _Paths) -> list[FactHit]:
     """Where a name defined outside the index comes in (axum's `pub use axum_core::extract::FromRequest`),
     a line per file. Only imports from modules outside the project count: one from `crate::`, `./`
     or a module the index holds that no longer defines the name is a dangling import, no answer.
@@ -154,37 +166,31 @@ def _imports(store: Store, rev_no: int, name: str) -> list[FactHit]:
     hits = store.find_facts(rev_no, "import", name=name, exact=True, limit=_IMPORT_SITES)
     if not hits:
         return []
-    ours = _project_modules(store.manifest(rev_no))
-    first = {
-        h.path: replace(h, kind="import")
-        for h in reversed(hits)
-        if not _from_project(h.signature or "", ours)
-    }
+    ours = _project_modules({h.signature or "" for h in hits}, paths())
+    first = {h.path: replace(h, kind="import") for h in reversed(hits) if (h.signature or "") not in ours}
     return sorted(
         first.values(), key=lambda h: (path_role(h.path), not _is_entry(h.path), h.path.count("/"), h.path)
     )
 
 
-def _project_modules(paths: Iterable[str]) -> set[str]:
-    """The module paths the project's files answer to: each file without its extension (a package
-    by its folder), and every tail of that of two parts or more (`src/app/server.py` is `app.server`);
-    a single name only for a file or package at the top, or under `src/` or `lib/`."""
-    out: set[str] = set()
-    for path in paths:
-        parts = PurePosixPath(path).with_suffix("").parts
-        if len(parts) > 1 and parts[-1] in _ENTRY_STEMS:
-            parts = parts[:-1]
-        out.update("/".join(parts[i:]) for i in range(len(parts) - 1))
-        if len(parts) == 1 or (len(parts) == 2 and parts[0] in ("src", "lib")):
-            out.add(parts[-1])
-    return out
-
-
-def _from_project(module: str, ours: set[str]) -> bool:
-    """An import from the project itself: relative (`./x`, `.models`), from Rust's `crate`, `self`
-    or `super`, or a module that names the project's files."""
-    parts = [p for p in _MODULE_SEP.split(module) if p]
-    return module.startswith(".") or (bool(parts) and parts[0] in _RUST_ROOTS) or "/".join(parts) in ours
+def _project_modules(modules: set[str], paths: list[str]) -> set[str]:
+    """The modules that come from the project itself: relative ones (`./x`, `.models`), Rust's
+    `crate`, `self` and `super`, and those naming a file or package the index holds (`app.server`
+    for `src/app/server.py`; a single name only for one at the top, or under `src/` or `lib/`)."""
+    ours = {m for m in modules if m.startswith(".") or _MODULE_SEP.split(m, 1)[0] in _RUST_ROOTS}
+    for module in modules - ours:
+        key = "/".join(p for p in _MODULE_SEP.split(module) if p)
+        last = key.rsplit("/", 1)[-1]
+        for path in (p for p in paths if last in p):  # a substring test first: most paths are not it
+            folder, _, name = path.rpartition("/")
+            stem = _split_name(name)[0]
+            base = folder if stem in _ENTRY_STEMS and folder else f"{folder}/{stem}" if folder else stem
+            if base == key or (
+                base.endswith("/" + key) if "/" in key else base in (f"src/{key}", f"lib/{key}")
+            ):
+                ours.add(module)
+                break
+    return ours
 
 
 def _is_entry(path: str) -> bool:
@@ -192,17 +198,23 @@ def _is_entry(path: str) -> bool:
     return p.name.split(".", 1)[0] in _ENTRY_STEMS or p.name == "lib.rs"
 
 
-def _modules(store: Store, rev_no: int, name: str) -> list[FactHit]:
+def _modules(paths: list[str], name: str) -> list[FactHit]:
     """Files named like the query: in most languages a file is a module (express's lib/response.js)."""
     wanted = name.lower()
     found = []
-    for path in store.manifest(rev_no):
-        stem = PurePosixPath(path).stem.lower()
-        if stem == wanted and PurePosixPath(path).suffix not in (".md", ".txt", ".json", ".rst"):
-            found.append(
-                FactHit("def", PurePosixPath(path).stem, "module", path, 1, 1, 1, None, None, False, None)
-            )
+    for path in paths:
+        if wanted not in path.lower():
+            continue
+        stem, suffix = _split_name(path.rsplit("/", 1)[-1])
+        if stem.lower() == wanted and suffix not in (".md", ".txt", ".json", ".rst"):
+            found.append(FactHit("def", stem, "module", path, 1, 1, 1, None, None, False, None))
     return found
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """(stem, suffix) of a file name, as pathlib splits it, without building a path per file."""
+    dot = name.rfind(".")
+    return (name[:dot], name[dot:]) if 0 < dot < len(name) - 1 else (name, "")
 
 
 def bare_name(name: str) -> str:
