@@ -44,6 +44,7 @@ def test_every_stdlib_definition_names_a_line_that_holds_its_name() -> None:
             assert r.name in lines[r.line - 1], (path, r)
         for i in facts.imports:
             assert 1 <= i.line <= len(lines), (path, i)
+            assert i.name is None or i.name in lines[i.line - 1], (path, i)
     assert checked > 50_000
 
 
