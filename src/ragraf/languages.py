@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from pathlib import PurePosixPath
 
 # Extension -> tree-sitter-language-pack name. Markdown is handled by the heading chunker.
 EXTENSIONS: dict[str, str] = {
@@ -140,17 +140,25 @@ def language_of(path: str) -> str:
     return EXTENSIONS.get(name[dot:].lower(), "text") if dot > 0 else "text"
 
 
+@functools.lru_cache(maxsize=65_536)
 def is_test_path(path: str) -> bool:
     """True when a path segment marks it as a test, fixture or mock (segment-exact)."""
-    parts = PurePosixPath(path).parts
+    parts = _parts(path)
     if any(part.lower() in _TEST_DIRS for part in parts[:-1]):
         return True
     return bool(parts) and bool(_TEST_FILE.match(parts[-1]))
 
 
+@functools.lru_cache(maxsize=65_536)
 def is_example_path(path: str) -> bool:
     """True when a folder of the path holds examples, demos or samples (segment-exact)."""
-    return any(part.lstrip("_.").lower() in _EXAMPLE_DIRS for part in PurePosixPath(path).parts[:-1])
+    return any(part.lstrip("_.").lower() in _EXAMPLE_DIRS for part in _parts(path)[:-1])
+
+
+def _parts(path: str) -> list[str]:
+    """A relative path's segments, as PurePosixPath reads them, at a tenth of the cost (every search
+    asks for each candidate's)."""
+    return [part for part in path.split("/") if part and part != "."]
 
 
 def kind_of(path: str, language: str | None = None) -> str:
