@@ -28,7 +28,7 @@ _ASIDE_DIRS = frozenset({
 _STUB_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
 _VERSION_DIR = re.compile(r"v(\d+)\Z", re.IGNORECASE)
 # A package's entry file stands for its folder (`errors/index.ts`, `auth/__init__.py`, `net/mod.rs`).
-_ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
+ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
 _RUST_ROOTS = frozenset({"crate", "self", "super"})
 _IMPORT_SITES = 20_000  # import facts read for a name defined outside the index, before one per file
 _MODULE_SEP = re.compile(r"::|[./\\]")
@@ -70,7 +70,7 @@ def named_after(path: str, name: str) -> bool:
     """True when the file (or, for an entry file like index.ts, its folder) is named like `name`."""
     p = PurePosixPath(path)
     stem = p.name.split(".", 1)[0]
-    if stem.lower() in _ENTRY_STEMS and p.parent.name:
+    if stem.lower() in ENTRY_STEMS and p.parent.name:
         stem = p.parent.name
     return _NAME_NOISE.sub("", stem).lower() == _NAME_NOISE.sub("", name).lower()
 
@@ -184,7 +184,7 @@ def _project_modules(modules: set[str], paths: list[str]) -> set[str]:
         for path in (p for p in paths if last in p):  # a substring test first: most paths are not it
             folder, _, name = path.rpartition("/")
             stem = _split_name(name)[0]
-            base = folder if stem in _ENTRY_STEMS and folder else f"{folder}/{stem}" if folder else stem
+            base = folder if stem in ENTRY_STEMS and folder else f"{folder}/{stem}" if folder else stem
             if base == key or (
                 base.endswith("/" + key) if "/" in key else base in (f"src/{key}", f"lib/{key}")
             ):
@@ -194,8 +194,8 @@ def _project_modules(modules: set[str], paths: list[str]) -> set[str]:
 
 
 def _is_entry(path: str) -> bool:
-    p = PurePosixPath(path)
-    return p.name.split(".", 1)[0] in _ENTRY_STEMS or p.name == "lib.rs"
+    name = path.rsplit("/", 1)[-1]
+    return name.split(".", 1)[0] in ENTRY_STEMS or name == "lib.rs"
 
 
 def _modules(paths: list[str], name: str) -> list[FactHit]:

@@ -7,7 +7,7 @@ import functools
 import re
 from dataclasses import dataclass, replace
 
-from ragraf.facts.lookup import superseded_paths
+from ragraf.facts.lookup import ENTRY_STEMS, superseded_paths
 from ragraf.languages import DOC_LANGUAGES, is_example_path, is_test_path, language_of
 from ragraf.store import ChunkHit
 from ragraf.tokens import STOPWORDS, split_identifier
@@ -30,9 +30,6 @@ _TOKEN_SPLIT = re.compile(r"[\s\"'`(),;:<>\[\]{}=]+")
 _PATH_TOKEN = re.compile(r"[\w./\-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
 _VERSION_DIR = re.compile(r"v(\d+)\Z", re.I)
 _VERSION_WORD = re.compile(r"\bv(\d+)\b", re.I)
-# A package's entry file exists beside a version folder and in it alike (index.ts, __init__.py),
-# so it says nothing about the folder being a copy.
-_ENTRY_STEMS = frozenset({"index", "__init__", "mod"})
 _ABBREVIATION = 4  # letters a path word needs to stand for a longer query word it starts
 _PATH_PREFIX_STEMS = 12  # a longer query (a bug report) names its paths in full often enough
 _NOT_PLURAL = ("ss", "us", "is", "ias")
@@ -194,7 +191,9 @@ def older_versions(paths: set[str], named: frozenset[str] = frozenset()) -> set[
     copies = {
         folder
         for p, (folder, plain, _) in split.items()
-        if plain in paths and p.rsplit("/", 1)[-1].split(".", 1)[0] not in _ENTRY_STEMS
+        # A package's entry file exists beside a version folder and in it alike (index.ts,
+        # __init__.py), so it says nothing about the folder being a copy.
+        if plain in paths and p.rsplit("/", 1)[-1].split(".", 1)[0] not in ENTRY_STEMS
     }
     older = superseded_paths(set(split)) | {p for p, (folder, _, _) in split.items() if folder in copies}
     return {p for p in older if split[p][2] not in named}
