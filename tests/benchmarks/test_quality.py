@@ -211,3 +211,50 @@ def test_harness_through_the_real_library(tmp_path: Path) -> None:
     assert rec.top[0].startswith("pkg/alpha.py:")
     assert rec.score.ndcg10 == 1.0
     assert (tmp_path / "homes" / "tiny-none").is_dir()
+
+
+def test_spans_of_another_version_are_listed_and_widened_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "repo"
+    (corpus / "pkg").mkdir(parents=True)
+    # Router moved down the file since the annotation was written; Client's span is still right.
+    (corpus / "pkg" / "routing.py").write_text(
+        "import x\n\n\n\nclass Other:\n    pass\n\nclass Router:\n    pass\n"
+    )
+    (corpus / "pkg" / "client.py").write_text("class Client:\n    pass\n")
+    ann = tmp_path / "mine.json"
+    ann.write_text(
+        json.dumps(
+            [
+                {"query": "Router", "relevant": [{"path": "pkg/routing.py", "start_line": 1, "end_line": 3}]},
+                {
+                    "query": "pkg.Client",
+                    "relevant": [{"path": "pkg/client.py", "start_line": 1, "end_line": 2}],
+                },
+            ]
+        )
+    )
+    answers = {
+        ("Router", "lexical"): [FakeResult("routing.py", 8, 9)],
+        ("pkg.Client", "lexical"): [FakeResult("client.py", 1, 2)],
+    }
+    monkeypatch.setattr(quality, "open_index", lambda *a, **kw: FakeIndex(answers))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", "")
+    args = ["--annotations", str(ann), "--corpus", str(corpus), "--index-root", "pkg", "--modes", "lexical"]
+
+    def run(*extra: str) -> tuple[dict[str, object], str]:
+        assert quality.main([*args, "--json", "--homes", str(tmp_path / "h"), *extra]) == 0
+        out = capsys.readouterr()
+        return json.loads(out.out), out.err
+
+    strict, err = run()
+    assert "'Router' gold pkg/routing.py:1-3 does not name it" in err and "Client" not in err
+    assert strict["stale_spans"] == {
+        "targets": [{"repo": "mine", "query": "Router", "target": "pkg/routing.py:1-3"}],
+        "scored_as_files": False,
+    }
+    assert strict["results"]["lexical"]["overall"]["ndcg10"] == 0.5
+    widened, err = run("--widen-stale-spans")
+    assert "scored as the whole file" in err
+    assert widened["results"]["lexical"]["overall"]["ndcg10"] == 1.0
