@@ -40,7 +40,9 @@ def test_a_file_named_for_a_query_word_in_another_number_ranks_first(query: str,
     hits = [ChunkHit(i, p, 1, 10, None, "x", 1.0) for i, p in enumerate([*others, wanted])]
     ranked = apply_rules(QueryInfo.of(query), [Candidate(h, 1.0) for h in hits], {"path_match": True})
     assert ranked[0].hit.path == wanted
-    off = apply_rules(QueryInfo.of(query), [Candidate(h, 1.0) for h in hits], {"path_match": False})
+    off = apply_rules(
+        QueryInfo.of(query), [Candidate(h, 1.0) for h in hits], {"path_match": False, "name_match": False}
+    )
     assert off[0].hit.path != wanted  # the order comes from the rule, not from the path sort
 
 
@@ -55,7 +57,10 @@ def test_a_version_folder_with_a_newer_sibling_ranks_after_the_newer_one() -> No
     assert (
         _ranked("how a schema parses input", scored, {"version_penalty": True})[0] == "src/v4/core/schemas.ts"
     )
-    assert _ranked("how a schema parses input", scored, {"version_penalty": False})[0] == "src/v3/types.ts"
+    assert (
+        _ranked("how a schema parses input", scored, {"version_penalty": False, "name_match": False})[0]
+        == "src/v3/types.ts"
+    )
 
 
 def test_a_versioned_copy_of_modules_ranks_after_the_unversioned_ones() -> None:
@@ -119,7 +124,7 @@ def test_path_words_run_together_or_abbreviated_match_query_words(
 ) -> None:
     scored = {other: 1.0, wanted: 0.9}
     assert _ranked(query, scored, {"path_match": True})[0] == wanted
-    assert _ranked(query, scored, {"path_match": False})[0] == other
+    assert _ranked(query, scored, {"path_match": False, "name_match": False})[0] == other
 
 
 @pytest.mark.parametrize("folder", ["examples", "_examples", "example", "demo", "samples"])
@@ -139,3 +144,36 @@ def test_a_path_word_of_three_letters_abbreviates_nothing() -> None:
     # `env` would stand for environment, envelope and envoy alike.
     scored = {"src/config.py": 1.0, "src/env.py": 0.9}
     assert _ranked("environment variables", scored, {"path_match": True})[0] == "src/config.py"
+
+
+def test_a_file_named_by_query_words_alone_ranks_before_one_with_a_word_more() -> None:
+    scored = {"lang3/tuple/MutableTriple.java": 1.05, "lang3/tuple/Triple.java": 1.0, "lang3/Range.java": 0.9}
+    query = "triple container for three related values"
+    assert _ranked(query, scored, {})[0] == "lang3/tuple/Triple.java"
+    assert _ranked(query, scored, {"name_match": False})[0] == "lang3/tuple/MutableTriple.java"
+
+
+def test_a_name_of_a_word_most_candidate_paths_hold_gains_nothing() -> None:
+    # In a JSON library every query says JSON: json.hpp is named by it, and so is nothing in particular.
+    scored = {"json/detail/iter_impl.hpp": 1.0, "json/json.hpp": 0.98, "json/detail/json_ref.hpp": 0.5}
+    assert _ranked("iterator over JSON arrays", scored, {})[0] == "json/detail/iter_impl.hpp"
+    scored = {"src/iter_impl.hpp": 1.0, "src/json.hpp": 0.98, "src/ref.hpp": 0.5}  # json is rare here
+    assert _ranked("iterator over JSON arrays", scored, {})[0] == "src/json.hpp"
+
+
+@pytest.mark.parametrize(
+    "path", ["src/win/tcp.c", "src/windows/tcp.rs", "net/tcpsock_windows.go", "io/windows.rs"]
+)
+def test_windows_ports_rank_after_the_portable_code_unless_windows_is_asked_about(path: str) -> None:
+    scored = {path: 1.2, "src/unix/tcp.c": 1.0}
+    names = {"path_match": False, "name_match": False}
+    assert _ranked("TCP connect and accept", scored, names)[0] == "src/unix/tcp.c"
+    assert _ranked("TCP connect and accept", scored, {**names, "platform_penalty": False})[0] == path
+    assert _ranked("TCP connect and accept on Windows", scored, names)[0] == path
+
+
+@pytest.mark.parametrize("path", ["ui/window.py", "src/winner.c", "lib/win.c", "gui/windowing.c"])
+def test_a_window_or_a_win_file_is_no_windows_port(path: str) -> None:
+    scored = {path: 1.2, "src/unix/tcp.c": 1.0}
+    rules = {"doc_penalty": False, "path_match": False, "name_match": False}
+    assert _ranked("TCP connect and accept", scored, rules)[0] == path

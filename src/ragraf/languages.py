@@ -155,6 +155,20 @@ def is_example_path(path: str) -> bool:
     return any(part.lstrip("_.").lower() in _EXAMPLE_DIRS for part in _parts(path)[:-1])
 
 
+_WINDOWS_WORDS = frozenset({"win", "win32", "win64", "windows"})
+
+
+@functools.lru_cache(maxsize=65_536)
+def is_windows_path(path: str) -> bool:
+    """True for code written for Windows alone: a `win/`, `win32/` or `windows/` folder, or a file
+    named so (`windows.rs`, Go's `file_windows.go`, `util_win32.c`)."""
+    parts = _parts(path.lower())
+    if any(part in _WINDOWS_WORDS for part in parts[:-1]):
+        return True
+    name = parts[-1].split(".", 1)[0] if parts else ""
+    return any(word in _WINDOWS_WORDS - {"win"} for word in re.split(r"[_\-]", name))
+
+
 def _parts(path: str) -> list[str]:
     """A relative path's segments, as PurePosixPath reads them, at a tenth of the cost (every search
     asks for each candidate's)."""

@@ -8,18 +8,20 @@ import re
 from dataclasses import dataclass, replace
 
 from ragraf.facts.lookup import ENTRY_STEMS, superseded_paths
-from ragraf.languages import DOC_LANGUAGES, is_example_path, is_test_path, language_of
+from ragraf.languages import DOC_LANGUAGES, is_example_path, is_test_path, is_windows_path, language_of
 from ragraf.store import ChunkHit
 from ragraf.tokens import STOPWORDS, split_identifier
 
 RULES = (
-    "rrf", "path_candidates", "definition_boost", "symbol_match", "path_match", "mentioned_path",
-    "test_penalty", "example_penalty", "doc_penalty", "version_penalty", "file_evidence", "file_cap", "merge_adjacent",
+    "rrf", "path_candidates", "definition_boost", "symbol_match", "path_match", "name_match", "mentioned_path",
+    "test_penalty", "example_penalty", "platform_penalty", "doc_penalty", "version_penalty", "file_evidence",
+    "file_cap", "merge_adjacent",
 )  # fmt: skip
 _TEST_QUERY = re.compile(
     r"\b(tests?|testing|specs?|fixtures?|mocks?|mocking|coverage|pytest|unittest|jest)\b", re.I
 )
 _EXAMPLE_QUERY = re.compile(r"\b(examples?|demos?|samples?)\b", re.I)
+_WINDOWS_QUERY = re.compile(r"\b(windows|win32|win64|winapi|msvc)\b", re.I)
 _DOC_QUERY = re.compile(
     r"\b(docs?|documentation|readme|guide|tutorial|changelog|markdown|explain(ed)?)\b", re.I
 )
@@ -80,6 +82,7 @@ class QueryInfo:
     wants_tests: bool
     wants_docs: bool
     wants_examples: bool = False
+    wants_windows: bool = False
     paths: tuple[str, ...] = ()  # file paths the query quotes
     versions: frozenset[str] = frozenset()  # version folders the query names ("v3")
     joined: tuple[tuple[str, str, str], ...] = ()  # (stem of two adjacent words run together, their stems)
@@ -119,6 +122,7 @@ class QueryInfo:
             bool(_TEST_QUERY.search(query)),
             bool(_DOC_QUERY.search(query)),
             bool(_EXAMPLE_QUERY.search(query)),
+            bool(_WINDOWS_QUERY.search(query)),
             paths[:50],
             versions,
             joined,
@@ -206,15 +210,47 @@ def _aside(q: QueryInfo, path: str, rules: dict[str, bool] | None) -> bool:
     return enabled(rules, "example_penalty") and not q.wants_examples and is_example_path(path)
 
 
+NAME_MATCH = 0.3
+
+
+class _NamedFiles:
+    """Files named by query words alone (`Triple.java` for "triple container", where
+    `MutableTriple.java` has a word more), weighed by how rare the rarest of those words is among the
+    candidates' paths: a name of a word most of them hold (`json.hpp` in a JSON library) names
+    nothing in particular, while `test_decode.py` is named by `decode` more than by `test`."""
+
+    def __init__(self, q: QueryInfo, candidates: list[Candidate]) -> None:
+        self.q = q
+        self.files = {c.hit.path for c in candidates}
+        self.held: dict[str, int] = {}
+        for path in self.files:
+            for word in path_stems(path):
+                self.held[word] = self.held.get(word, 0) + 1
+        self.memo: dict[str, float] = {}
+
+    def rarity(self, path: str) -> float:
+        """0 unless every word of the file name is a query word; else 1 less the share of candidate
+        files its rarest word is in."""
+        if path not in self.memo:
+            words = segment_stems(path.rsplit("/", 1)[-1].split(".", 1)[0])
+            named = bool(words) and all(matched_stems(self.q, frozenset((w,))) for w in words)
+            self.memo[path] = (
+                1.0 - min(self.held.get(w, 0) for w in words) / len(self.files) if named else 0.0
+            )
+        return self.memo[path]
+
+
 def apply_rules(
     q: QueryInfo, candidates: list[Candidate], rules: dict[str, bool] | None = None
 ) -> list[Candidate]:
-    """Boost symbol and path-name matches, demote tests, docs and older versions unless asked for; best first."""
+    """Boost symbol and path-name matches, demote tests, examples, Windows ports, docs and older
+    versions unless asked for; best first."""
     older = (
         older_versions({c.hit.path for c in candidates}, q.versions)
         if enabled(rules, "version_penalty")
         else set()
     )
+    named = _NamedFiles(q, candidates) if enabled(rules, "name_match") and q.stems else None
     out = []
     for cand in candidates:
         score = cand.score
@@ -224,10 +260,14 @@ def apply_rules(
         if enabled(rules, "path_match") and q.stems:
             overlap = min(1.0, len(matched_stems(q, path_stems(hit.path))) / len(q.stems))
             score *= 1.0 + 0.6 * overlap
+        if named is not None:
+            score *= 1.0 + NAME_MATCH * named.rarity(hit.path)
         if enabled(rules, "mentioned_path") and q.paths and any(_same_file(hit.path, p) for p in q.paths):
             score *= 1.5
         if _aside(q, hit.path, rules):
             score *= 0.5
+        if enabled(rules, "platform_penalty") and not q.wants_windows and is_windows_path(hit.path):
+            score *= 0.7
         if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
             score *= 0.6
         if hit.path in older:
