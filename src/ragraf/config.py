@@ -13,7 +13,7 @@ from pathlib import Path
 from ragraf.errors import ConfigError
 
 CHUNKER_VERSION = "3"
-FACTS_VERSION = "8"
+FACTS_VERSION = "9"
 
 
 @dataclass(frozen=True)

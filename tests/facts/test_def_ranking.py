@@ -129,3 +129,22 @@ def test_a_class_built_on_a_like_named_base_answers_for_its_name(tmp_path: Path)
         ),
     }
     assert ranked(tmp_path, files, "RequestInfo") == [("pkg/client_reqrep.py", "class")]
+
+
+def test_a_function_body_ranks_before_its_header_prototype(tmp_path: Path) -> None:
+    files = {
+        "include/uv.h": "struct loop;\nint uv_run(struct loop *l, int mode);\nstruct loop *uv_default_loop(void);\n",
+        "src/unix/core.c": '#include "uv.h"\nint uv_run(struct loop *l, int mode) {\n  return mode;\n}\n',
+        "src/uv-common.c": "struct loop *uv_default_loop(void) {\n  return 0;\n}\n",
+        "include/inline.h": "static inline int uv_is_zero(int x) {\n  return x == 0;\n}\n",
+    }
+    assert ranked(tmp_path, files, "uv_run") == [
+        ("src/unix/core.c", "function"),
+        ("include/uv.h", "function"),
+    ]
+    # A prototype returning a pointer is a function too, behind its body.
+    assert [path for path, _ in ranked(tmp_path, files, "uv_default_loop")] == [
+        "src/uv-common.c",
+        "include/uv.h",
+    ]
+    assert [path for path, _ in ranked(tmp_path, files, "uv_is_zero")] == ["include/inline.h"]

@@ -539,7 +539,7 @@ VALUES: dict[str, tuple[str, set[tuple[str, str, int]], set[str]]] = {
             ("variable", "handler", 4),
             ("variable", "configured", 13),
         },
-        {"local", "hidden", "prototype"},
+        {"local", "hidden"},
     ),
     "cpp": (
         "constexpr int kMax = 10;\n"
@@ -648,3 +648,46 @@ def test_a_cpp_header_read_as_c_gives_no_made_up_variables() -> None:
 def test_functions_in_an_object_passed_to_a_call_are_no_methods() -> None:
     text = 'Object.defineProperty(exports, "X", { enumerable: true, get: function () { return 1; } });\n'
     assert [d.name for d in extract_facts(text, "javascript").definitions] == []
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "functions", "others"),
+    [
+        (
+            "c",
+            "char **argv_of(int n);\nchar *name;\nint (*handler)(int);\n",
+            {"argv_of"},
+            {"name", "handler"},
+        ),
+        (
+            "cpp",
+            "class A {\n  Foo *get();\n  Foo &ref();\n  int (*cb)(int);\n};\nFoo &any();\n",
+            {"get", "ref", "any"},
+            set(),
+        ),
+        # glibc's prototypes: a pointer returned, attributes after the parameters.
+        (
+            "c",
+            "extern void *memset (void *__s, int __c, size_t __n) __THROW __nonnull ((1));\n",
+            {"memset"},
+            set(),
+        ),
+        (
+            "c",
+            "BOOL WINAPI CreateThing(int a, int b);\nLPVOID WINAPI *Alloc(int n);\n",
+            {"CreateThing", "Alloc"},
+            set(),
+        ),
+    ],
+)
+def test_declarations_of_functions_returning_pointers_or_references_are_functions(
+    language: str, source: str, functions: set[str], others: set[str]
+) -> None:
+    # `int f(void);` always was a function; `char *f(void);` was nothing, nor was a method `Foo *get();`.
+    facts = extract_facts(source, language)
+    kinds = {d.name: d.kind for d in facts.definitions}
+    assert {name for name, kind in kinds.items() if kind in ("function", "method")} == functions
+    assert all(kinds.get(name) == "variable" for name in others), kinds
+    lines = source.split("\n")
+    for item in (*facts.definitions, *facts.references):
+        assert item.name in lines[item.line - 1], item

@@ -75,15 +75,26 @@ def named_after(path: str, name: str) -> bool:
     return _NAME_NOISE.sub("", stem).lower() == _NAME_NOISE.sub("", name).lower()
 
 
+_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl")
+
+
+def declared_in_header(hit: FactHit) -> bool:
+    """A C or C++ function or method in a header: mostly the prototype of one a source file defines
+    (`UV_EXTERN int uv_run(...);` in uv.h, the body in core.c)."""
+    return hit.kind in ("function", "method") and hit.path.lower().endswith(_HEADERS)
+
+
 def rank_definitions(hits: list[FactHit]) -> list[FactHit]:
-    """Definitions in source before stubs, examples and tests, in the newest version folder, types and
-    functions before variables, in a file named after them, then shallow paths."""
+    """Definitions in source before stubs, examples and tests, in the newest version folder, a
+    function's body before its header prototype, types and functions before variables, in a file
+    named after them, then shallow paths."""
     superseded = superseded_paths({h.path for h in hits})
     return sorted(
         hits,
         key=lambda h: (
             path_role(h.path),
             h.path in superseded,
+            declared_in_header(h),
             _KIND_RANK.get(h.kind or "", 6),
             not named_after(h.path, h.name),
             h.path.count("/"),

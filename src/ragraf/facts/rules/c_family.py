@@ -9,7 +9,9 @@ from .base import LanguageRules, Named, constant_or_variable, text, unquote
 
 # Variables at file scope (also inside `#ifdef` blocks, C++ namespaces and `extern "C"`); the
 # kind hook drops the ones a preprocessor block inside a function holds.
-_VARIABLE_DECLARATORS = "[(init_declarator) (identifier) (pointer_declarator) (array_declarator)]"
+_VARIABLE_DECLARATORS = (
+    "[(init_declarator) (identifier) (pointer_declarator) (array_declarator) (function_declarator)]"
+)
 _VARIABLE_SCOPES = (
     "translation_unit", "declaration_list", "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif",
 )  # fmt: skip
@@ -19,7 +21,7 @@ _VARIABLES = "\n".join(
 
 C_QUERY = f"""
 (function_definition) @def.function
-(declaration declarator: (function_declarator)) @def.function
+(declaration declarator: [(function_declarator) (pointer_declarator)]) @def.prototype
 (struct_specifier name: (_) body: (_)) @def.struct
 (union_specifier name: (_) body: (_)) @def.struct
 (enum_specifier name: (_) body: (_)) @def.enum
@@ -38,7 +40,8 @@ C_QUERY = f"""
 CPP_QUERY = (
     C_QUERY
     + """
-(field_declaration declarator: (function_declarator)) @def.method
+(declaration declarator: (reference_declarator)) @def.prototype
+(field_declaration declarator: [(function_declarator) (pointer_declarator) (reference_declarator)]) @def.member
 (class_specifier name: (_) body: (_)) @def.class
 (namespace_definition name: (_)) @def.module
 (alias_declaration) @def.type
@@ -126,9 +129,20 @@ def _namespace_name(node: Node) -> list[Named]:
     return [(parts[-1], ".".join(text(part) for part in parts[:-1]) or None, None)]
 
 
+def _prototype(node: Node, name: str) -> str | None:
+    """A declaration of a function (`int f(void);`, `char *f(void);`), not of a function pointer."""
+    return "function" if _declares_function(node.child_by_field_name("declarator")) else None
+
+
+def _member(node: Node, name: str) -> str | None:
+    """A method declared in a class (`Foo *get();`, `Foo &ref();`), not a function pointer field."""
+    return "method" if _declares_function(node.child_by_field_name("declarator")) else None
+
+
 def _c_variable(node: Node, name: str) -> str | None:
     """File-scope `const` and `constexpr` variables (and UPPER_CASE ones) are constants, other
-    file-scope variables are variables; a prototype `char *f(void);` and locals are neither."""
+    file-scope variables are variables; a prototype `char *f(void);` (a function, `_prototype`) and
+    locals are neither."""
     declaration = node.parent
     if declaration is None or _declares_function(node) or not _at_file_scope(declaration):
         return None
@@ -159,6 +173,8 @@ def _declares_function(node: Node | None) -> bool:
     current = node
     while current is not None and current.type in _DECLARATORS:
         inner = current.child_by_field_name("declarator")
+        if inner is None and current.type == "reference_declarator" and current.named_children:
+            inner = current.named_children[0]
         if current.type == "function_declarator" and (
             inner is None or inner.type != "parenthesized_declarator"
         ):
@@ -243,8 +259,9 @@ _C_NAMES = {
     "identifier": _variable_name,
     "pointer_declarator": _variable_name,
     "array_declarator": _variable_name,
+    "function_declarator": _variable_name,
 }
-_C_KINDS = {"var": _c_variable}
+_C_KINDS = {"var": _c_variable, "prototype": _prototype, "member": _member}
 _C_NOISE = frozenset({"NULL", "size_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int32_t", "int64_t"})
 
 RULES = {
