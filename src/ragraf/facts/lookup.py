@@ -75,7 +75,7 @@ def named_after(path: str, name: str) -> bool:
     return _NAME_NOISE.sub("", stem).lower() == _NAME_NOISE.sub("", name).lower()
 
 
-_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl")
+_HEADERS = (".h", ".hh", ".hpp", ".hxx")
 
 
 def declared_in_header(hit: FactHit) -> bool:
