@@ -356,7 +356,7 @@ def _hotspots(prof: Path, top: int = 8) -> list[dict[str, Any]]:
     total = max((v[3] for v in stats.values()), default=0.0)
     rows = []
     for (filename, line, func), (_cc, ncalls, _tt, cum, _callers) in stats.items():
-        if "/ragraf/" not in filename or filename.endswith(("/cli.py", "/api/index.py")):
+        if "/ragraf/" not in filename or filename.endswith("/cli.py") or "/ragraf/api/" in filename:
             continue
         rel = filename.split("/ragraf/", 1)[1]
         rows.append(

@@ -10,7 +10,7 @@ import pytest
 from support import settled, write
 
 from ragraf import Index
-from ragraf.api import index as api_index
+from ragraf.api import guarded
 from ragraf.freshness import guard as guard_module
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import guard
@@ -265,7 +265,7 @@ def test_reads_write_nothing_while_an_ignore_file_is_dated_in_the_future(
     future = time.time() + 3600
     os.utime(ignore, (future, future))  # every read lists again: a snapshot would not help the next
     writes: list[object] = []
-    monkeypatch.setattr(api_index, "remember", lambda store, learnt: writes.append(learnt))
+    monkeypatch.setattr(guarded, "remember", lambda store, learnt: writes.append(learnt))
     for _ in range(3):
         assert idx.status().state == "fresh"
     assert writes == []

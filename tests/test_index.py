@@ -18,7 +18,7 @@ import pytest
 from support import SAMPLE, cli_json, run_cli, settled, write
 
 from ragraf import Index
-from ragraf.api import index as api_index
+from ragraf.api.ops import lifecycle as index_runs
 from ragraf.corpus.discover import FileStat
 from ragraf.errors import IndexCorruptError, IndexMissingError, LockHeldError, StoreError
 from ragraf.index import indexer
@@ -574,7 +574,7 @@ def test_a_full_disk_fails_the_run_and_the_last_revision_answers(
     write(
         sample, {f"src/gen/m{i}.py": f"def generated_{i}():\n    return {'x' * 2000!r}\n" for i in range(50)}
     )
-    real_open = api_index.open_store
+    real_open = index_runs.open_store
 
     def no_room(settings, create=False):  # type: ignore[no-untyped-def]
         store = real_open(settings, create)
@@ -582,7 +582,7 @@ def test_a_full_disk_fails_the_run_and_the_last_revision_answers(
         store.db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own SQLITE_FULL, as on a full disk
         return store
 
-    monkeypatch.setattr(api_index, "open_store", no_room)
+    monkeypatch.setattr(index_runs, "open_store", no_room)
     with pytest.raises(StoreError) as err:
         idx.index()
     assert "is full" in err.value.message and "intact" in err.value.suggest

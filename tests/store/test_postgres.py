@@ -39,6 +39,10 @@ from ragraf.store import (
 from ragraf.store import postgres as pg
 from ragraf.store.base import unpack_sites
 from ragraf.store.postgres import PostgresStore, lex_tokens, match_terms
+from ragraf.store.postgres import connection as pg_connection
+from ragraf.store.postgres import lexical as pg_lexical
+from ragraf.store.postgres import stats as pg_stats
+from ragraf.store.postgres import vectors as pg_vectors
 from ragraf.store.sqlite import SqliteStore
 from ragraf.tokens import fts_match, query_terms
 
@@ -130,7 +134,7 @@ def test_lexical_ranking_matches_sqlite_on_a_real_corpus(open_pg, settings: Sett
 def test_each_checkout_keeps_its_own_file_stats_and_the_latest_writers_are_kept(  # type: ignore[no-untyped-def]
     open_pg, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pg, "KEEP_CHECKOUTS", 2)
+    monkeypatch.setattr(pg_stats, "KEEP_CHECKOUTS", 2)
     key = f"shared-{uuid.uuid4().hex[:8]}"
     laptop, runner, other = (open_pg(key, checkout=f"{host}:/src/api") for host in ("laptop", "ci-1", "ci-2"))
     entry = StatEntry(10, 20, 30, 40, "s" * 64, 50)
@@ -164,7 +168,7 @@ def test_file_stats_written_before_checkouts_are_dropped_on_open(
 ) -> None:
     dsn = fresh_database(pg_server)
     with monkeypatch.context() as old_ragraf:
-        old_ragraf.setattr(pg, "MIGRATIONS", pg.MIGRATIONS[:5])
+        old_ragraf.setattr(pg_connection, "MIGRATIONS", pg.MIGRATIONS[:5])
         PostgresStore(dsn, "repo", create=True).close()
     with psycopg.connect(dsn) as conn:
         conn.execute(
@@ -429,7 +433,7 @@ def test_hnsw_search_agrees_with_the_exact_scan(open_pg, monkeypatch: pytest.Mon
     query = matrix[17] + 0.1 * matrix[18]
     query /= np.linalg.norm(query)
     exact = [h.chunk_id for h in store.vector_search(rev.rev_no, "m32", query.tobytes(), dim, 10)]
-    monkeypatch.setattr(pg, "EXACT_VECTOR_MAX", 100)
+    monkeypatch.setattr(pg_vectors, "EXACT_VECTOR_MAX", 100)
     approx = store.vector_search(rev.rev_no, "m32", query.tobytes(), dim, 10)
     assert approx[0].chunk_id == missing[17].chunk_id
     assert len(set(exact) & {h.chunk_id for h in approx}) >= 9
@@ -469,7 +473,7 @@ def test_hnsw_search_answers_like_the_exact_scan_with_every_path_and_no_other_re
     a = stores[0]
     query = unit("near a", dim).tobytes()
     exact = a.vector_search(revs[0].rev_no, "shared8", query, dim, 5)
-    monkeypatch.setattr(pg, "EXACT_VECTOR_MAX", 0)
+    monkeypatch.setattr(pg_vectors, "EXACT_VECTOR_MAX", 0)
     approx = a.vector_search(revs[0].rev_no, "shared8", query, dim, 5)
     # A hit per path of each of the 5 chunks, best first, ties by path.
     assert len(approx) == 10 and {h.path for h in approx} == {"a.txt", "copy/a.txt"}
@@ -494,7 +498,7 @@ def test_hnsw_searches_keep_their_settings_to_their_own_connections_and_survive_
     missing = store.chunks_missing_vectors(rev.rev_no, "m16", n)
     store.add_vectors("m16", [(c.chunk_id, matrix[i].tobytes()) for i, c in enumerate(missing)], dim)
     exact = {k: store.vector_search(rev.rev_no, "m16", matrix[5].tobytes(), dim, k) for k in (5, 40)}
-    monkeypatch.setattr(pg, "EXACT_VECTOR_MAX", 0)
+    monkeypatch.setattr(pg_vectors, "EXACT_VECTOR_MAX", 0)
 
     def answer(k: int) -> list[int]:
         return [h.chunk_id for h in store.vector_search(rev.rev_no, "m16", matrix[5].tobytes(), dim, k)]
@@ -605,7 +609,7 @@ def test_an_index_from_an_older_ragraf_is_migrated_on_open(
         return add_contents(self, conn, uses)
 
     with monkeypatch.context() as old_ragraf:
-        old_ragraf.setattr(pg, "MIGRATIONS", pg.MIGRATIONS[:2])
+        old_ragraf.setattr(pg_connection, "MIGRATIONS", pg.MIGRATIONS[:2])
         old_ragraf.setattr(PostgresStore, "_add_contents", one_fact_per_use)
         old = PostgresStore(dsn, "repo", create=True)
         rev = commit_files(old, settings, SAMPLE)
@@ -755,7 +759,7 @@ def test_maxscore_pruning_returns_what_scoring_everything_returns(
     rev = commit_files(store, settings, files)
     match = fts_match(query_terms("rare_token common helper request"))
     everything = store.lexical_search(match, rev.rev_no, 10)
-    monkeypatch.setattr(pg, "LEXICAL_CANDIDATES", 1)
+    monkeypatch.setattr(pg_lexical, "LEXICAL_CANDIDATES", 1)
     pruned = store.lexical_search(match, rev.rev_no, 10)
     assert [(h.chunk_id, h.path, round(h.score, 9)) for h in pruned] == [
         (h.chunk_id, h.path, round(h.score, 9)) for h in everything

@@ -13,7 +13,7 @@ from support import SAMPLE, write
 from ragraf import Index
 from ragraf.store import ChunkRecord, ContentBundle, ManifestEntry, NewRevision
 from ragraf.store import sqlite as sq
-from ragraf.store.sqlite_migrations import APPLICATION_ID, MIGRATIONS
+from ragraf.store.sqlite.migrations import APPLICATION_ID, MIGRATIONS
 
 
 def _found(idx: Index) -> list[str]:

@@ -1,20 +1,13 @@
-"""The Embedder protocol, the checks every provider's answer passes, and make_embedder."""
+"""The Embedder protocol and the checks every provider's answer passes."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from ragraf.embed.errors import NonFiniteVector, WrongDimension, WrongVectorCount
-from ragraf.errors import ConfigError
-
-if TYPE_CHECKING:
-    from ragraf.config import Settings
-
-PROVIDERS = ("local", "ollama", "openai", "none")
 
 
 # Not runtime_checkable: isinstance() would read model_id, which loads a local model.
@@ -70,41 +63,3 @@ def normalize(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length as float32 (rows of zeros stay zero)."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
-
-
-def _require(modules: dict[str, str], provider: str) -> None:
-    missing = [pkg for mod, pkg in modules.items() if importlib.util.find_spec(mod) is None]
-    if missing:
-        raise ConfigError(
-            f"embedder {provider!r} needs {', '.join(missing)}, which is not installed",
-            suggest=f"pip install {' '.join(missing)} (or set RAGRAF_EMBEDDER=none for lexical-only search)",
-        )
-
-
-def make_embedder(settings: Settings, **http: Any) -> Embedder | None:
-    """The configured embedder, or None for embedder = "none"; nothing is loaded or contacted yet.
-
-    `http` reaches the HTTP providers (timeout_s, retry, sleep): a query-time caller passes a
-    short timeout and RetryPolicy(max_attempts=1) so a dead endpoint costs one try, not five.
-    """
-    provider = settings.embedder.strip().lower()
-    if provider == "none":
-        return None
-    if provider == "local":
-        from ragraf.embed import local
-
-        _require(local.REQUIRED_MODULES, provider)
-        return local.LocalEmbedder.from_settings(settings)
-    if provider in ("ollama", "openai"):
-        _require({"httpx": "httpx"}, provider)
-        if provider == "ollama":
-            from ragraf.embed.ollama import OllamaEmbedder
-
-            return OllamaEmbedder.from_settings(settings, **http)
-        from ragraf.embed.openai_compat import OpenAIEmbedder
-
-        return OpenAIEmbedder.from_settings(settings, **http)
-    raise ConfigError(
-        f"unknown embedder {settings.embedder!r}",
-        suggest=f"set RAGRAF_EMBEDDER to one of {', '.join(PROVIDERS)}",
-    )

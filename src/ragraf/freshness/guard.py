@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
 from ragraf.corpus.discover import RACY_NS, dir_stamps
+from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.errors import StoreError
 from ragraf.freshness import snapshot, watch
 from ragraf.freshness.snapshot import IGNORE_FILES, moved_files, stat_view
-from ragraf.index.indexer import SKIPPED, stat_matches
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
 

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
 from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, dir_stamps
+from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.freshness import snapshot
 from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
@@ -34,7 +35,6 @@ _BATCH_FILES = 200
 # Up to this many moved files a run commits a change to the current revision (index_moved);
 # past it, the whole pass over the listing costs about the same.
 CHANGE_MAX_FILES = 2000
-SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexable
 UNCHANGED_UNINDEXABLE = "unindexable (unchanged since last checked)"
 UNREADABLE = "permission denied"
 SKIPPED_LISTED = 50  # files a report names among those skipped for what they are, not where
@@ -144,18 +144,6 @@ def unchanged_report(current: Revision, t0: float, reason: str | None = None) ->
         files={"added": 0, "modified": 0, "deleted": 0, "unchanged": current.files},
         chunks={"total": current.chunks, "new": 0}, duration_s=time.monotonic() - t0, reason=reason,
     )  # fmt: skip
-
-
-def stat_matches(cached: StatEntry | None, st: FileStat) -> bool:
-    """True when the cached hash can be trusted for this stat (nothing moved, not racy)."""
-    return (
-        cached is not None
-        and cached.size == st.size
-        and cached.mtime_ns == st.mtime_ns
-        and cached.ctime_ns == st.ctime_ns
-        and cached.inode == st.inode
-        and cached.checked_ns - st.mtime_ns > RACY_NS
-    )
 
 
 def hash_files(

@@ -20,10 +20,10 @@ from ragraf.store.base import (
     StatEntry,
     unpack_sites,
 )
+from ragraf.store.columns import revision_values
 from ragraf.store.postgres import (
     SET_SNAPSHOT,
     PostgresStore,
-    _revision_values,
     checkout_name,
     default_repo_key,
 )
@@ -141,7 +141,7 @@ def _copy(
         conn.execute(
             "INSERT INTO revisions (repo_id, rev_no, rev, corpus_hash, created_at, index_version, git_head, "
             "git_branch, files, chunks) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (dst.repo_id, *_revision_values(rev)),
+            (dst.repo_id, *revision_values(rev)),
         )
         manifest = [
             ManifestEntry(path, sha, content_map[content_id], size)

@@ -1,0 +1,1 @@
+"""One module per group of operations; `ragraf.api.index.Index` composes them."""

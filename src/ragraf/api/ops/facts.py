@@ -1,0 +1,136 @@
+"""The facts operations: definitions, references and callers, a file's outline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragraf.api.envelope import Envelope
+from ragraf.api.guarded import Guarded
+from ragraf.api.session import names_damage
+from ragraf.config import Settings
+from ragraf.corpus.discover import left_out
+from ragraf.errors import UsageError
+from ragraf.facts.lookup import bare_name, find_definitions, find_references
+from ragraf.freshness.guard import DriftSet
+from ragraf.freshness.live_read import confine
+from ragraf.languages import language_of
+from ragraf.store import FactHit
+
+MAX_FACTS = 200
+
+
+class FactOps(Guarded):
+    """`find_symbol()`, `find_references()` and `outline()`."""
+
+    @names_damage
+    def find_symbol(self, name: str, reindex_on_drift: str | None = None) -> Envelope:
+        """Where NAME is defined: exact, then case-insensitive, then qualified (Class.method, pkg.Func)."""
+        _require_name(name)
+        rev, drift, env = self._begin("def", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        hits, how = find_definitions(self.store(), rev.rev_no, name)
+        if how == "imported":
+            env.notes.append(
+                f"no definition of {name!r} in {rev.rev}: it comes from outside the index; "
+                "the results are where it is imported (kind: import)"
+            )
+        elif how not in ("exact", "none"):
+            env.notes.append(f"matched {how}")
+        if not hits:
+            env.notes.append(f"no definition of {name!r} in {rev.rev}; try `ragraf search`")
+        env.results.extend(_fact(h, drift) for h in hits[:MAX_FACTS])
+        env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
+        return env
+
+    @names_damage
+    def find_references(
+        self, name: str, calls: bool = False, reindex_on_drift: str | None = None
+    ) -> Envelope:
+        """Who references (or with calls=True, calls) NAME, grouped by enclosing definition."""
+        _require_name(name)
+        rev, drift, env = self._begin("refs", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        hits = find_references(self.store(), rev.rev_no, name, calls)
+        bare = bare_name(name)
+        if bare != name.strip():
+            # A use records the name used, not what it was called on: the qualifier cannot narrow.
+            env.notes.append(
+                f"uses are matched by their last part, {bare!r}: uses of any {bare!r} are listed"
+            )
+        if not hits:
+            env.notes.append(f"no {'calls' if calls else 'references'} of {name!r} in {rev.rev}")
+        env.results.extend(_fact(h, drift) for h in hits[:MAX_FACTS])
+        env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
+        return env
+
+    @names_damage
+    def outline(self, path: str, reindex_on_drift: str | None = None) -> Envelope:
+        """The definitions of one file as a tree (depth by containment), with lines."""
+        rev, drift, env = self._begin("outline", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        rel, real = confine(self.settings.root, path)
+        store = self.store()
+        status = store.facts_status(rev.rev_no, rel)
+        if status is None:
+            raise _not_outlined(self.settings, rel or ".", real, rev.rev)
+        hits = sorted(
+            store.find_facts(rev.rev_no, "def", path=rel, limit=100_000),
+            key=lambda h: (h.start_line, -h.end_line),
+        )
+        open_ends: list[int] = []
+        for h in hits:
+            while open_ends and open_ends[-1] < h.start_line:
+                open_ends.pop()
+            env.results.append({**_fact(h, drift), "depth": len(open_ends)})
+            open_ends.append(h.end_line)
+        if status in ("unsupported", "failed"):
+            env.capability.facts = False
+            env.notes.append(
+                f"no fact rules for {language_of(rel)}; outline from the chunks instead"
+                if status == "unsupported"
+                else f"the parser gave up on {rel} when it was indexed; outline from the chunks instead"
+            )
+            for chunk in store.chunks_of(rev.rev_no, rel):
+                env.results.append({
+                    "name": chunk.symbol or f"lines {chunk.start_line}-{chunk.end_line}", "kind": "chunk",
+                    "path": rel, "line": chunk.start_line, "end_line": chunk.end_line, "container": None,
+                    "stale": rel in drift.paths, "depth": 0,
+                })  # fmt: skip
+        elif status == "partial":
+            env.notes.append(f"{rel} has syntax errors: the outline may be incomplete")
+        return env
+
+
+def _fact(hit: FactHit, drift: DriftSet) -> dict[str, Any]:
+    """The fact shape of DESIGN §4, plus what an agent needs to act on it."""
+    return {
+        "name": hit.name, "kind": hit.kind or ("call" if hit.is_call else "reference"), "path": hit.path,
+        "line": hit.line, "end_line": hit.end_line, "container": hit.container, "stale": hit.path in drift.paths,
+        "start_line": hit.start_line, "signature": hit.signature,
+    }  # fmt: skip
+
+
+def _require_name(name: str) -> None:
+    if not name.strip():
+        raise UsageError("the name is empty", suggest="give a symbol name, e.g. TCPConnector or Client.send")
+
+
+def _not_outlined(settings: Settings, rel: str, real: Path, rev: str) -> UsageError:
+    """Why a path has no outline in the revision, in the words that say what to do."""
+    if real.is_dir():
+        return UsageError(
+            f"{rel} is a folder", suggest="give a file, e.g. `ragraf outline src/app/server.py`"
+        )
+    if not real.is_file():
+        return UsageError(f"{rel} is not in {rev} and not on disk", suggest="check the path")
+    why = left_out(settings.root, rel, settings.max_file_bytes, settings.max_line_chars)
+    if why:
+        return UsageError(f"{rel} is {why}", suggest="read it yourself if you need it")
+    return UsageError(
+        f"{rel} is not in {rev}: it is new since",
+        suggest="run `ragraf index`, or `ragraf read` it as it is now",
+    )

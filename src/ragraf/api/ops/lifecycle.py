@@ -1,0 +1,176 @@
+"""Index runs: the writer lock, the lexical revision, its embeddings, a work tree's base, and retention."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+
+from ragraf.api.session import Session, names_damage
+from ragraf.errors import IndexCorruptError, IndexMissingError
+from ragraf.index.embedding import embed_revision
+from ragraf.index.indexer import IndexReport, dry_run, laid_over, run_index
+from ragraf.index.lock import WriterLock
+from ragraf.index.overlay import base_ref, base_revision, open_base, plan_seed, seed_view, update_base
+from ragraf.index.progress import Progress
+from ragraf.store import Store, open_store
+
+
+class IndexRuns(Session):
+    """`index()` and `gc()`: the writes of an Index."""
+
+    @names_damage
+    def index(
+        self,
+        full: bool = False,
+        dry_run_only: bool = False,
+        quiet: bool = True,
+        progress: Progress | None = None,
+        wait: bool = True,
+        lexical_only: bool = False,
+        update_base: bool = True,
+    ) -> IndexReport | dict[str, object]:
+        """(Re)index the root: one writer at a time; the previous revision answers until this commits.
+        In a git work tree the base follows the base branch first (unless update_base=False), then
+        the work tree's view is laid over it."""
+        progress = progress or Progress()
+        if dry_run_only:
+            store = None
+            with contextlib.suppress(IndexMissingError, IndexCorruptError):
+                store = open_store(self.settings)
+            try:
+                model_id, _dim, _why = self._model()
+                return dry_run(store, self.settings, progress, model_id=model_id)
+            finally:
+                if store is not None:
+                    store.close()
+        self.close()
+        if self.settings.store == "postgres":
+            # One writer per repository across machines: the server's advisory lock, not a local flock.
+            store = open_store(self.settings, create=True)
+            try:
+                with store.writer_lock(wait=wait, timeout_s=self.settings.lock_timeout_s):  # type: ignore[attr-defined]
+                    return self._index_into(store, full, lexical_only, progress)
+            finally:
+                store.close()
+        lock = WriterLock(self.settings.home, wait=wait, timeout_s=self.settings.lock_timeout_s)
+        lock.acquire(on_wait=lambda who: progress.note(f"waiting for the index lock held by {who}"))
+        try:
+            store = self._open_to_write(full)
+            try:
+                return self._index_into(store, full, lexical_only, progress, update_base)
+            finally:
+                store.close()
+        finally:
+            lock.release()
+
+    def _open_to_write(self, full: bool) -> Store:
+        """The SQLite store to index into; with `full`, a damaged file (SQLite's quick_check reads
+        every page) is removed and rebuilt from nothing: the embeddings come from the cache."""
+        try:
+            store = open_store(self.settings, create=True)
+            if not full or store.damaged() is None:  # type: ignore[attr-defined]
+                return store
+            store.close()
+        except IndexCorruptError:
+            if not full:
+                raise
+        _remove_index_files(self.settings.db_path)
+        return open_store(self.settings, create=True)
+
+    def _index_into(
+        self, store: Store, full: bool, lexical_only: bool, progress: Progress, with_base: bool = False
+    ) -> IndexReport:
+        """Both phases under the writer lock: the lexical revision, then its embeddings."""
+        t0 = time.monotonic()
+        model_id, dim, why = self._model()
+        base = self._index_base(model_id, dim, why, full, lexical_only, progress) if with_base else None
+        current = store.current_revision()
+        under = base_revision(self.settings) if self.settings.view and not full else None
+        # A new view, or an explicit run after the base moved: lay the work tree over the base anew.
+        if under and under.git_head and (current is None or (with_base and laid_over(current) != under.rev)):
+            seed = self._seed if self._seed is not None and self._seed.base == under else None
+            self._seed = None
+            seed = seed or plan_seed(self.settings, under)
+            report = seed_view(store, self.settings, seed, model_id, dim, progress)
+        else:
+            report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
+        self._embed_into(store, report, why, lexical_only, progress)
+        report.base = base
+        report.duration_s = time.monotonic() - t0  # both phases
+        return report
+
+    def _index_base(
+        self,
+        model_id: str,
+        dim: int | None,
+        why: str | None,
+        full: bool,
+        lexical_only: bool,
+        progress: Progress,
+    ) -> dict[str, object] | None:
+        """A work tree's base: the base branch's head, indexed and embedded; None without a base branch."""
+        if not self.settings.view or (ref := base_ref(self.settings)) is None:
+            return None
+        store = open_base(self.settings)
+        try:
+            report = update_base(store, self.settings, ref, model_id, dim, full, progress)
+            self._embed_into(store, report, why, lexical_only, progress)
+        finally:
+            store.close()
+        return {
+            "branch": ref.name, "commit": ref.commit, "index_rev": report.index_rev,
+            "new_revision": report.new_revision, "files": report.files, "files_read": report.files_read,
+            "chunks": report.chunks,
+            "embeddings": report.embeddings,
+        }  # fmt: skip
+
+    def _embed_into(
+        self, store: Store, report: IndexReport, why: str | None, lexical_only: bool, progress: Progress
+    ) -> None:
+        embedder = self.embedder() if why is None else None
+        if why is not None:
+            report.embeddings = {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0}
+            report.warnings.append(f"embeddings unavailable: {why}; the index answers lexically")
+        elif embedder is not None and not lexical_only:
+            rev = store.current_revision()
+            assert rev is not None
+            report.embeddings, warning = embed_revision(store, self.settings, embedder, rev.rev_no, progress)
+            if warning:
+                report.warnings.append(warning)
+            self._add_embedding_totals(embedder.model_id, report.embeddings)
+
+    def _totals_path(self) -> Path:
+        return self.settings.home / f"{self.settings.db_path.stem}.embedding-totals.json"
+
+    def _add_embedding_totals(self, model: str, counts: dict[str, int]) -> None:
+        """Running totals per model of what this index has asked embedders for (this machine)."""
+        totals = self.embedding_totals()
+        entry = totals.setdefault(model, {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0})
+        for key in entry:
+            entry[key] += int(counts.get(key, 0))
+        tmp = self._totals_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(totals, indent=1))
+        os.replace(tmp, self._totals_path())
+
+    def embedding_totals(self) -> dict[str, dict[str, int]]:
+        try:
+            return json.loads(self._totals_path().read_text())
+        except (OSError, ValueError):
+            return {}
+
+    @names_damage
+    def gc(self) -> dict[str, object]:
+        """Apply retention: keep the last keep_revisions revisions and what they reference."""
+        with WriterLock(self.settings.home, timeout_s=self.settings.lock_timeout_s):
+            self._current()
+            removed = self.store().gc(self.settings.keep_revisions)
+        return {"op": "gc", "keep": self.settings.keep_revisions, **removed}
+
+
+def _remove_index_files(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"{db}{suffix}")

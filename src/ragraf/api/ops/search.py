@@ -1,0 +1,116 @@
+"""The search operation: lexical and vector retrieval fused and ranked, each result with path:line (DESIGN §7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragraf.api.envelope import Envelope, SearchResult
+from ragraf.api.guarded import Guarded
+from ragraf.api.session import names_damage
+from ragraf.errors import EmbedderError, RagrafError, UsageError
+from ragraf.languages import kind_of, language_of
+from ragraf.search.engine import run_search
+from ragraf.store import Revision
+
+MAX_K = 10
+SNIPPET_MAX_CHARS = 4000
+
+
+class SearchOps(Guarded):
+    """`search()`."""
+
+    @names_damage
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        rules: dict[str, bool] | None = None,
+        reindex_on_drift: str | None = None,
+    ) -> Envelope:
+        """Hybrid search: the top k chunks for a query, with path:line."""
+        if mode not in ("hybrid", "lexical", "vector"):
+            raise UsageError(f"unknown search mode {mode!r}", suggest="use hybrid, lexical or vector")
+        rev, drift, env = self._begin("search", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        k_asked = k
+        k = max(0, min(int(k), MAX_K))
+        if k != k_asked:
+            env.notes.append(f"k={k_asked} clamped to {k} (allowed 0..{MAX_K})")
+        if k == 0:
+            env.notes.append("k=0: no results asked for; the envelope still reports freshness")
+        if not query or not query.strip():
+            env.notes.append("empty query: nothing to search for")
+            return env
+        vector_hits = self._vector_side(rev, query, mode, env)
+        outcome = run_search(
+            self.store(), rev.rev_no, query, k, mode=mode, vector_hits=vector_hits, rules=rules
+        )
+        env.notes.extend(outcome.notes)
+        for cand in outcome.hits:
+            hit = cand.hit
+            language = language_of(hit.path)
+            snippet = hit.text if len(hit.text) <= SNIPPET_MAX_CHARS else hit.text[:SNIPPET_MAX_CHARS] + "\n…"
+            env.results.append(
+                SearchResult(
+                    path=hit.path,
+                    start_line=hit.start_line,
+                    end_line=hit.end_line,
+                    score=round(cand.score, 6),
+                    kind=kind_of(hit.path, language),
+                    language=language,
+                    symbol=hit.symbol,
+                    stale=hit.path in drift.paths,
+                    snippet=snippet,
+                )
+            )
+        return env
+
+    def _vector_side(self, rev: Revision, query: str, mode: str, env: Envelope) -> Any:
+        """The vector retriever for this query, or None with the reason in the envelope (degraded)."""
+        if mode == "lexical":
+            return None
+        cap = env.capability
+        try:
+            embedder = self.query_embedder()
+            if embedder is None:
+                if mode == "vector":
+                    cap.degraded = True
+                    cap.reasons.insert(
+                        0, "no embedder configured (embedder = none): vector search answered lexically"
+                    )
+                return None
+            model = rev.index_version.split("|", 1)[0]
+            if embedder.model_id != model or cap.semantic_coverage == 0:
+                cap.degraded = True
+                cap.reasons.insert(
+                    0,
+                    f"no vectors for {embedder.model_id} in {rev.rev}: answered lexically; "
+                    "run `ragraf index`",
+                )
+                return None
+            query_vector = embedder.embed_query(query).astype("float32")
+            dim = _indexed_dim(rev) or embedder.dim
+            if query_vector.shape[-1] != dim:
+                raise EmbedderError(
+                    f"the embedder answered the query with a {query_vector.shape[-1]}-dimensional vector; "
+                    f"{rev.rev} holds {dim}-dimensional ones",
+                    suggest="check which model the embedding endpoint serves, or run `ragraf index --full`",
+                )
+        except RagrafError as exc:
+            cap.degraded = True
+            cap.semantic = False
+            why = f"{exc.message}; search ran lexical-only"
+            if exc.suggest and exc.suggest not in exc.message:
+                why += f" ({exc.suggest})"
+            cap.reasons.insert(0, why)
+            return None
+        store, vector = self.store(), query_vector.tobytes()
+        return lambda limit: store.vector_search(rev.rev_no, model, vector, dim, limit)
+
+
+def _indexed_dim(rev: Revision) -> int:
+    """The dimension of a revision's vectors, from its index version (`model|dim=384|…`); 0 unknown."""
+    field = rev.index_version.split("|")[1:2]
+    return int(field[0].removeprefix("dim=")) if field and field[0].startswith("dim=") else 0

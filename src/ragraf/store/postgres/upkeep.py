@@ -1,0 +1,96 @@
+"""Upkeep: the consistency check and garbage collection of old revisions and their contents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+
+from ragraf.store.base import LEFTOVER_CONTENTS
+
+
+class UpkeepMixin:
+    """Consistency checks and retention of PostgresStore."""
+
+    repo_id: int
+    _rows: Callable[..., list[tuple[Any, ...]]]
+    _row: Callable[..., tuple[Any, ...] | None]
+    _tx: Callable[..., AbstractContextManager[psycopg.Connection]]
+
+    # consistency --------------------------------------------------------------------------------
+
+    def consistency_problems(self, rev_no: int, model: str | None) -> list[str]:
+        """What is wrong with this repository's data; empty when every invariant holds."""
+        checks = [
+            ("manifest entries whose content is missing",
+             "SELECT count(*) FROM manifest m WHERE m.repo_id = %s AND m.rev_no = %s AND NOT EXISTS "
+             "(SELECT 1 FROM contents c WHERE c.id = m.content_id)", (self.repo_id, rev_no)),
+            ("contents whose chunk count disagrees with their chunks",
+             "SELECT count(*) FROM contents c WHERE c.repo_id = %s AND c.n_chunks != "
+             "(SELECT count(*) FROM chunks k WHERE k.content_id = c.id)", (self.repo_id,)),
+            (LEFTOVER_CONTENTS,
+             "SELECT count(*) FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
+             "(SELECT 1 FROM manifest m WHERE m.content_id = c.id)", (self.repo_id,)),
+            ("chunks of another repository's contents",
+             "SELECT count(*) FROM chunks k JOIN contents c ON c.id = k.content_id "
+             "WHERE c.repo_id = %s AND k.repo_id != c.repo_id", (self.repo_id,)),
+            ("BM25 counters that disagree with the stored chunks",
+             "SELECT count(*) FROM repositories r, LATERAL (SELECT count(*) AS n, coalesce(sum(lex_len), 0) AS t "
+             "FROM chunks k WHERE k.repo_id = r.id) x WHERE r.id = %s AND (r.n_chunks <> x.n OR r.n_tokens <> x.t)",
+             (self.repo_id,)),
+        ]  # fmt: skip
+        problems = []
+        for label, query, args in checks:
+            row = self._row(query, args)
+            if row and row[0]:
+                problems.append(f"{row[0]} {label}")
+        if model:
+            dims = self._rows("SELECT dim FROM models WHERE name = %s ORDER BY dim", (model,))
+            if len(dims) > 1:
+                problems.append(f"vectors of {model} with several dimensions: {[d[0] for d in dims]}")
+        return problems
+
+    # retention ----------------------------------------------------------------------------------
+
+    def gc(self, keep: int) -> dict[str, int]:
+        """Drop revisions beyond the last `keep` and every content no kept revision names."""
+        keep = max(1, keep)
+        with self._tx() as conn:
+            conn.execute("SELECT 1 FROM repositories WHERE id = %s FOR UPDATE", (self.repo_id,))
+            old = [
+                r[0]
+                for r in conn.execute(
+                    "DELETE FROM revisions WHERE repo_id = %s AND rev_no IN (SELECT rev_no FROM revisions "
+                    "WHERE repo_id = %s ORDER BY rev_no DESC OFFSET %s) RETURNING rev_no",
+                    (self.repo_id, self.repo_id, keep),
+                )
+            ]
+            conn.execute(
+                "WITH gone AS (SELECT lexeme, count(*) AS n FROM contents o JOIN chunks c ON c.content_id = o.id, "
+                "unnest(tsvector_to_array(c.tsv)) AS lexeme WHERE o.repo_id = %s AND NOT EXISTS "
+                "(SELECT 1 FROM manifest m WHERE m.content_id = o.id) GROUP BY lexeme) "
+                "UPDATE lex_df d SET df = d.df - gone.n FROM gone WHERE d.repo_id = %s AND d.lexeme = gone.lexeme",
+                (self.repo_id, self.repo_id),
+            )
+            # Chunks, facts, references and vectors of a deleted content go with it (ON DELETE CASCADE).
+            stats = conn.execute(
+                "WITH orphans AS (DELETE FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
+                "(SELECT 1 FROM manifest m WHERE m.content_id = c.id) RETURNING c.id) "
+                "SELECT (SELECT count(*) FROM orphans), count(ch.id), coalesce(sum(ch.lex_len), 0) "
+                "FROM orphans o JOIN chunks ch ON ch.content_id = o.id",
+                (self.repo_id,),
+            ).fetchone()
+            assert stats is not None
+            contents_removed, chunks_removed, tokens_removed = (int(v) for v in stats)
+            if chunks_removed:
+                conn.execute(
+                    "UPDATE repositories SET n_chunks = n_chunks - %s, n_tokens = n_tokens - %s WHERE id = %s",
+                    (chunks_removed, tokens_removed, self.repo_id),
+                )
+        return {
+            "revisions_removed": len(old),
+            "contents_removed": contents_removed,
+            "chunks_removed": chunks_removed,
+        }

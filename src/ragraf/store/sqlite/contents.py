@@ -1,0 +1,130 @@
+"""Contents and their chunks: storing them, reading a revision's chunks, and lexical (BM25) search."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from ragraf.store.base import ChunkHit, ContentBundle, ContentKey
+
+_CURRENT_FTS = (
+    "SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+)
+_RETAINED_FTS = (
+    "SELECT rowid AS id, bm25(chunks_fts_retained, 1.0, 4.0) AS score FROM chunks_fts_retained "
+    "WHERE chunks_fts_retained MATCH ?"
+)
+
+
+class ContentsMixin:
+    """Contents, chunks and lexical search of SqliteStore."""
+
+    db: sqlite3.Connection
+    transaction: Callable[[], AbstractContextManager[sqlite3.Connection]]
+
+    def content_ids(self, keys: list[ContentKey]) -> dict[ContentKey, int]:
+        """The stored ids of these contents, asked 500 hashes at a time."""
+        wanted = set(keys)
+        found: dict[ContentKey, int] = {}
+        shas = sorted({key[0] for key in wanted})
+        for i in range(0, len(shas), 500):
+            part = shas[i : i + 500]
+            for row_id, *key in self.db.execute(
+                f"SELECT id, sha256, language, chunker FROM contents WHERE sha256 IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                if tuple(key) in wanted:
+                    found[tuple(key)] = row_id  # type: ignore[index]
+        return found
+
+    def add_contents(self, items: list[ContentBundle]) -> dict[ContentKey, int]:
+        """Store chunks and facts of new contents in one transaction (orphans until a revision names them)."""
+        ids: dict[ContentKey, int] = {}
+        with self.transaction() as db:
+            for item in items:
+                key = item.key
+                row = db.execute(
+                    "SELECT id FROM contents WHERE sha256 = ? AND language = ? AND chunker = ?", key
+                ).fetchone()
+                if row:
+                    ids[key] = row[0]
+                    continue
+                cur = db.execute(
+                    "INSERT INTO contents (sha256, language, chunker, n_chunks, facts_status) VALUES (?, ?, ?, ?, ?)",
+                    (*key, len(item.chunks), item.facts_status),
+                )
+                content_id = int(cur.lastrowid or 0)
+                ids[key] = content_id
+                db.executemany(
+                    "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(content_id, c.ord, c.start_line, c.end_line, c.symbol, c.text) for c in item.chunks],
+                )
+                chunk_ids = db.execute(
+                    "SELECT id FROM chunks WHERE content_id = ? ORDER BY ord", (content_id,)
+                ).fetchall()
+                db.executemany(
+                    "INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)",
+                    [
+                        (row[0], c.index_text, c.symbol or "")
+                        for row, c in zip(chunk_ids, item.chunks, strict=True)
+                    ],
+                )
+                db.executemany(
+                    "INSERT INTO facts (content_id, kind, name, name_lower, def_kind, container, line, start_line, "
+                    "end_line, signature, is_call, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            content_id,
+                            f.kind,
+                            f.name,
+                            f.name.lower(),
+                            f.def_kind,
+                            f.container,
+                            f.line,
+                            f.start_line,
+                            f.end_line,
+                            f.signature,
+                            int(f.is_call),
+                            f.body_hash,
+                        )
+                        for f in item.facts
+                    ],
+                )
+                db.executemany(
+                    "INSERT INTO ref_sites (content_id, name, sites) VALUES (?, ?, ?)",
+                    [(content_id, r.name, r.sites) for r in item.refs],
+                )
+        return ids
+
+    def count_chunks(self, rev_no: int) -> int:
+        row = self.db.execute("SELECT chunks FROM revisions WHERE rev_no = ?", (rev_no,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def chunks_of(self, rev_no: int, path: str) -> list[ChunkHit]:
+        rows = self.db.execute(
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM manifest m "
+            "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND m.path = ? ORDER BY c.ord",
+            (rev_no, path),
+        ).fetchall()
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]) for r in rows]
+
+    def chunks_of_paths(self, rev_no: int, paths: list[str]) -> dict[str, list[ChunkHit]]:
+        """chunks_of for several paths; a path the revision lacks maps to []."""
+        return {path: self.chunks_of(rev_no, path) for path in paths}  # in-process: no round trips to save
+
+    def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
+        """BM25 over chunk text and symbols, restricted to the chunks of one revision."""
+        # The current revisions (one per view) share the lexical index, so over-fetch before the
+        # manifest filter; an older revision also needs the rows of what it alone still names. One
+        # statement, so a commit in between cannot move rows out from under the question.
+        rows = self.db.execute(
+            f"WITH hits AS MATERIALIZED (SELECT id, score FROM ({_CURRENT_FTS} UNION ALL {_RETAINED_FTS} "
+            "  AND ? NOT IN (SELECT max(rev_no) FROM revisions GROUP BY view)) ORDER BY score LIMIT ?) "
+            "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, -hits.score, m.sha256 "
+            "FROM hits JOIN chunks c ON c.id = hits.id "
+            "JOIN manifest m INDEXED BY manifest_by_revision ON m.content_id = c.content_id AND m.rev_no = ? "
+            "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
+            (match, match, rev_no, limit * 3 + 20, rev_no, limit),
+        ).fetchall()
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]

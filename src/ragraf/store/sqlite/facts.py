@@ -1,0 +1,81 @@
+"""Facts and references of a revision: definitions, uses and a file's facts status."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ragraf.store.base import FactHit, ref_hits
+
+
+class FactsMixin:
+    """Fact queries of SqliteStore."""
+
+    db: sqlite3.Connection
+
+    def find_facts(
+        self,
+        rev_no: int,
+        fact_kind: str,
+        name: str | None = None,
+        path: str | None = None,
+        exact: bool = True,
+        limit: int = 1000,
+    ) -> list[FactHit]:
+        """Facts of one kind in a revision, by name (exact or case-insensitive) and/or path."""
+        if fact_kind == "ref":
+            return self._find_refs(rev_no, name, path, exact, limit)
+        where = ["m.rev_no = ?", "f.kind = ?"]
+        args: list[object] = [rev_no, fact_kind]
+        if name is not None:
+            where.append("f.name_lower = ?")
+            args.append(name.lower())
+            if exact:
+                where.append("f.name = ?")
+                args.append(name)
+        if path is not None:
+            where.append("m.path = ?")
+            args.append(path)
+        rows = self.db.execute(
+            "SELECT f.kind, f.name, f.def_kind, m.path, f.line, f.start_line, f.end_line, f.container, f.signature, "
+            "f.is_call, f.body_hash FROM facts f "
+            f"{_fact_join(name, path)} ON m.content_id = f.content_id "
+            f"WHERE {' AND '.join(where)} ORDER BY m.path, f.line LIMIT ?",
+            (*args, limit),
+        ).fetchall()
+        return [
+            FactHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10]) for r in rows
+        ]
+
+    def _find_refs(
+        self, rev_no: int, name: str | None, path: str | None, exact: bool, limit: int
+    ) -> list[FactHit]:
+        where = ["m.rev_no = ?"]
+        args: list[object] = [rev_no]
+        if name is not None:
+            where.append("r.name = ?" if exact else "r.name = ? COLLATE NOCASE")
+            args.append(name)
+        if path is not None:
+            where.append("m.path = ?")
+            args.append(path)
+        rows = self.db.execute(
+            f"SELECT r.name, m.path, r.sites FROM ref_sites r {_fact_join(name, path)} ON m.content_id = r.content_id "
+            f"WHERE {' AND '.join(where)} ORDER BY m.path, r.rowid",
+            args,
+        )
+        return ref_hits(rows, limit)
+
+    def facts_status(self, rev_no: int, path: str) -> str | None:
+        row = self.db.execute(
+            "SELECT c.facts_status FROM manifest m JOIN contents c ON c.id = m.content_id "
+            "WHERE m.rev_no = ? AND m.path = ?",
+            (rev_no, path),
+        ).fetchone()
+        return row[0] if row else None
+
+
+def _fact_join(name: str | None, path: str | None) -> str:
+    """How facts meet the manifest: by a name, facts first (their name index, then one manifest
+    probe each; CROSS JOIN fixes that order); by a path, the path's manifest row first."""
+    if path is not None:
+        return "JOIN manifest m"
+    return f"{'CROSS ' if name is not None else ''}JOIN manifest m INDEXED BY manifest_by_revision"

@@ -1,0 +1,186 @@
+"""Revisions and their manifests: reading them, and committing a new one whole or not at all."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from ragraf.store.base import DriftEvent, ManifestEntry, NewRevision, Revision
+from ragraf.store.columns import LEDGER_COLUMNS, REVISION_COLUMNS
+from ragraf.store.sqlite.sql import _current, _move_rows
+
+
+class RevisionsMixin:
+    """Revisions and manifests of SqliteStore."""
+
+    db: sqlite3.Connection
+    view: str
+    label: str
+    transaction: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    _insert_drift: Callable[[sqlite3.Connection, list[DriftEvent]], int]
+
+    def current_revision(self) -> Revision | None:
+        row = self.db.execute(
+            f"SELECT {REVISION_COLUMNS} FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT 1",
+            (self.view,),
+        ).fetchone()
+        return Revision(*row) if row else None
+
+    def revisions(self) -> list[Revision]:
+        rows = self.db.execute(
+            f"SELECT {REVISION_COLUMNS} FROM revisions WHERE view = ? ORDER BY rev_no", (self.view,)
+        ).fetchall()
+        return [Revision(*row) for row in rows]
+
+    def revision(self, name: str) -> Revision | None:
+        row = self.db.execute(f"SELECT {REVISION_COLUMNS} FROM revisions WHERE rev = ?", (name,)).fetchone()
+        return Revision(*row) if row else None
+
+    def manifest(self, rev_no: int) -> dict[str, ManifestEntry]:
+        rows = self.db.execute(
+            "SELECT path, sha256, content_id, size FROM manifest WHERE rev_no = ?", (rev_no,)
+        ).fetchall()
+        return {row[0]: ManifestEntry(*row) for row in rows}
+
+    def manifest_hashes(self, rev_no: int) -> list[tuple[str, str]]:
+        """(path, sha256) of every file of a revision: what its corpus hash is made of."""
+        return self.db.execute("SELECT path, sha256 FROM manifest WHERE rev_no = ?", (rev_no,)).fetchall()
+
+    def manifest_entry(self, rev_no: int, path: str) -> ManifestEntry | None:
+        """One path's entry, without loading the whole manifest."""
+        row = self.db.execute(
+            "SELECT path, sha256, content_id, size FROM manifest WHERE rev_no = ? AND path = ?",
+            (rev_no, path),
+        ).fetchone()
+        return ManifestEntry(*row) if row else None
+
+    def commit_revision(self, new: NewRevision) -> Revision:
+        """Insert the revision and its manifest in one transaction: visible whole or not at all."""
+        created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with self.transaction() as db:
+            nxt = db.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'revisions'"
+            ).fetchone()[0]
+            nxt = max(nxt, db.execute("SELECT coalesce(max(rev_no), 0) + 1 FROM revisions").fetchone()[0])
+            prior = db.execute("SELECT max(rev_no) FROM revisions WHERE view = ?", (self.view,)).fetchone()[0]
+            if new.parent is not None and new.parent != prior:  # not a change to this view's newest
+                new = new.whole(self.manifest(new.parent))
+            if new.parent is None:
+                came, gone = self._write_manifest(db, nxt, prior, new.manifest)
+                files, n_chunks = len(new.manifest), _chunks_of(db, {e.content_id for e in new.manifest})
+            else:
+                came, gone, files, n_chunks = self._write_change(db, nxt, new)
+            name = self._revision_name(db, nxt, new.base_rev)
+            db.execute(
+                f"INSERT INTO revisions ({REVISION_COLUMNS}, view) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    nxt,
+                    name,
+                    new.corpus_hash,
+                    created,
+                    new.index_version,
+                    new.git_head,
+                    new.git_branch,
+                    files,
+                    n_chunks,
+                    self.view,
+                ),
+            )
+            # Lexical rows of content this revision brings in become searchable with it, not before.
+            # The current revisions' content is searched on its own (BM25 statistics of what they hold,
+            # whatever older revisions are retained): content new to this view comes back from
+            # chunks_fts_retained (a revert), content that left every view's newest revision goes there.
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS commit_ids (id INTEGER PRIMARY KEY)")
+            db.execute("DELETE FROM temp.commit_ids")
+            db.executemany("INSERT OR IGNORE INTO temp.commit_ids (id) VALUES (?)", [(i,) for i in came])
+            listed = "SELECT id FROM chunks WHERE content_id IN (SELECT id FROM temp.commit_ids)"
+            db.execute(
+                "INSERT INTO chunks_fts (rowid, body, symbol) SELECT chunk_id, body, symbol FROM pending_fts "
+                f"WHERE chunk_id IN ({listed})"
+            )
+            db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({listed})")
+            _move_rows(db, "chunks_fts_retained", "chunks_fts", listed, ())
+            db.execute("DELETE FROM temp.commit_ids")
+            left = [(i,) for i in gone if db.execute(_current("?"), (i,)).fetchone() is None]
+            db.executemany("INSERT OR IGNORE INTO temp.commit_ids (id) VALUES (?)", left)
+            _move_rows(db, "chunks_fts", "chunks_fts_retained", listed, ())
+            # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
+            self._insert_drift(db, new.events)
+            mine = "rev IN (SELECT rev FROM revisions WHERE view = ? AND rev_no < ?)"
+            db.execute(
+                "INSERT OR IGNORE INTO drift_archive (entry_id, rev, change, path, detected_by, detected_at, "
+                "old_sha256, new_sha256, affected_nodes, affected_symbols, dedupe_key, closed_by, archived_at) "
+                f"SELECT {LEDGER_COLUMNS}, ?, ? FROM drift_ledger WHERE {mine}",
+                (name, created, self.view, nxt),
+            )
+            db.execute(f"DELETE FROM drift_ledger WHERE {mine}", (self.view, nxt))
+        rev = self.revision(name)
+        assert rev is not None
+        return rev
+
+    def _write_manifest(
+        self, db: sqlite3.Connection, rev_no: int, prior: int | None, entries: list[ManifestEntry]
+    ) -> tuple[list[int], list[int]]:
+        """A whole manifest; returns the contents it brings to this view and those that left it."""
+        db.executemany(
+            "INSERT INTO manifest (rev_no, path, sha256, content_id, size) VALUES (?, ?, ?, ?, ?)",
+            [(rev_no, e.path, e.sha256, e.content_id, e.size) for e in entries],
+        )
+        diff = "SELECT content_id FROM manifest WHERE rev_no = ? EXCEPT SELECT content_id FROM manifest WHERE rev_no = ?"
+        came = [r[0] for r in db.execute(diff, (rev_no, prior if prior is not None else -1))]
+        gone = [r[0] for r in db.execute(diff, (prior, rev_no))] if prior is not None else []
+        return came, gone
+
+    def _write_change(
+        self, db: sqlite3.Connection, rev_no: int, new: NewRevision
+    ) -> tuple[list[int], list[int], int, int]:
+        """The parent's manifest with the change applied, copied inside SQLite; returns the contents
+        it brings to this view, those that left it, and the new file and chunk counts."""
+        parent = new.parent
+        touched = [e.path for e in new.manifest] + list(new.removed)
+        one = "SELECT content_id FROM manifest WHERE rev_no = ? AND path = ?"
+        replaced = {row[0] for p in touched if (row := db.execute(one, (parent, p)).fetchone())}
+        db.execute(
+            "INSERT INTO manifest (rev_no, path, sha256, content_id, size) "
+            "SELECT ?, path, sha256, content_id, size FROM manifest WHERE rev_no = ?",
+            (rev_no, parent),
+        )
+        db.executemany(
+            "DELETE FROM manifest WHERE rev_no = ? AND path = ?", [(rev_no, p) for p in new.removed]
+        )
+        db.executemany(
+            "INSERT OR REPLACE INTO manifest (rev_no, path, sha256, content_id, size) VALUES (?, ?, ?, ?, ?)",
+            [(rev_no, e.path, e.sha256, e.content_id, e.size) for e in new.manifest],
+        )
+        named = "SELECT 1 FROM manifest INDEXED BY manifest_by_revision WHERE content_id = ? AND rev_no = ?"
+        came = [
+            i for i in {e.content_id for e in new.manifest} if not db.execute(named, (i, parent)).fetchone()
+        ]
+        gone = [i for i in replaced if not db.execute(named, (i, rev_no)).fetchone()]
+        chunks = db.execute("SELECT chunks FROM revisions WHERE rev_no = ?", (parent,)).fetchone()[0]
+        files = db.execute("SELECT count(*) FROM manifest WHERE rev_no = ?", (rev_no,)).fetchone()[0]
+        return came, gone, files, chunks + _chunks_of(db, set(came)) - _chunks_of(db, set(gone))
+
+    def _revision_name(self, db: sqlite3.Connection, rev_no: int, base_rev: str | None) -> str:
+        """rev-0012 for the base; rev-0012+wt-feature-x.3 for the third revision of a work tree's view."""
+        if not self.view:
+            return f"rev-{rev_no:04d}"
+        prior = db.execute(
+            "SELECT rev FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT 1", (self.view,)
+        ).fetchone()
+        seq = int(prior[0].rsplit(".", 1)[1]) + 1 if prior and "." in prior[0] else 1
+        return f"{base_rev + '+' if base_rev else ''}wt-{self.label or 'tree'}.{seq}"
+
+
+def _chunks_of(db: sqlite3.Connection, content_ids: set[int]) -> int:
+    """How many chunks these contents hold, asked 500 at a time."""
+    ids = sorted(content_ids)
+    total = 0
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        total += db.execute(
+            f"SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE id IN ({','.join('?' * len(part))})", part
+        ).fetchone()[0]
+    return total

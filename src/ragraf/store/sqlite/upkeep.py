@@ -1,0 +1,140 @@
+"""Upkeep: checking a revision's invariants, and retention (gc of old revisions and orphaned contents)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from ragraf.store.base import LEFTOVER_CONTENTS
+from ragraf.store.sqlite.sql import _CURRENT_CONTENT, _covered_key, _move_rows, _named
+
+
+class UpkeepMixin:
+    """Consistency checks and retention of SqliteStore."""
+
+    db: sqlite3.Connection
+    view: str
+    transaction: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    damaged: Callable[[], str | None]
+
+    def consistency_problems(self, rev_no: int, model: str | None) -> list[str]:
+        """What is wrong with a revision's data; empty when every invariant holds."""
+        checks = [
+            ("manifest entries whose content is missing",
+             "SELECT count(*) FROM manifest m WHERE m.rev_no = ? AND NOT EXISTS "
+             "(SELECT 1 FROM contents c WHERE c.id = m.content_id)", (rev_no,)),
+            ("contents whose chunk count disagrees with their chunks",
+             "SELECT count(*) FROM contents c WHERE c.n_chunks != (SELECT count(*) FROM chunks k WHERE k.content_id = c.id)",
+             ()),
+            ("chunks of current content missing from the lexical index",
+             f"SELECT count(*) FROM chunks k WHERE EXISTS ({_CURRENT_CONTENT}) "
+             "AND NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id)", ()),
+            ("lexical rows of content no current revision names (they skew BM25)",
+             f"SELECT count(*) FROM chunks_fts f JOIN chunks k ON k.id = f.rowid WHERE NOT EXISTS ({_CURRENT_CONTENT})",
+             ()),
+            ("chunks of retained content missing from both lexical indexes",
+             f"SELECT count(*) FROM chunks k WHERE EXISTS ({_named('k.content_id')}) "
+             "AND NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = k.id) "
+             "AND NOT EXISTS (SELECT 1 FROM chunks_fts_retained r WHERE r.rowid = k.id)", ()),
+            ("lexical rows of retained revisions without a chunk",
+             "SELECT count(*) FROM chunks_fts_retained f WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = f.rowid)",
+             ()),
+            ("lexical index rows without a chunk",
+             "SELECT count(*) FROM chunks_fts f WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = f.rowid)", ()),
+            ("vectors without a chunk",
+             "SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = v.chunk_id)", ()),
+            ("facts without a content",
+             "SELECT count(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM contents c WHERE c.id = f.content_id)", ()),
+            (LEFTOVER_CONTENTS,
+             f"SELECT count(*) FROM contents c WHERE NOT EXISTS ({_named('c.id')})",
+             ()),
+            ("manifest rows of revisions that no longer exist",
+             "SELECT count(*) FROM manifest m WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.rev_no = m.rev_no)",
+             ()),
+        ]  # fmt: skip
+        problems = []
+        for label, sql, args in checks:
+            n = self.db.execute(sql, args).fetchone()[0]
+            if n:
+                problems.append(f"{n} {label}")
+        if model:
+            dims = self.db.execute("SELECT DISTINCT dim FROM vectors WHERE model = ?", (model,)).fetchall()
+            if len(dims) > 1:
+                problems.append(f"vectors of {model} with several dimensions: {sorted(d[0] for d in dims)}")
+        damaged = self.damaged()
+        if damaged:
+            problems.append(f"the file is damaged: {damaged}")
+        return problems
+
+    def gc(self, keep: int) -> dict[str, int]:
+        """Drop this view's revisions beyond the last `keep`, the views of work trees that are gone,
+        and every content no kept revision names."""
+        keep = max(1, keep)
+        with self.transaction() as db:
+            old = [
+                r[0]
+                for r in db.execute(
+                    "SELECT rev_no FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT -1 OFFSET ?",
+                    (self.view, keep),
+                ).fetchall()
+            ]
+            views = [r[0] for r in db.execute("SELECT DISTINCT view FROM revisions WHERE view != ''")]
+            gone = [v for v in views if v != self.view and os.path.isabs(v) and not os.path.isdir(v)]
+            for view in gone:  # `git worktree remove` took the folder: its view goes with it
+                old += [r[0] for r in db.execute("SELECT rev_no FROM revisions WHERE view = ?", (view,))]
+                db.execute("DELETE FROM stat_cache WHERE view = ?", (view,))
+                db.execute("DELETE FROM meta WHERE key = ?", (f"guard_snapshot:{view}",))
+            # Content can lose its last reference only with a dropped revision, or never have had one
+            # (stored by a run killed before its commit, so newer than the last gc's mark): only those
+            # are checked, not every content of the index.
+            mark = db.execute("SELECT value FROM meta WHERE key = 'gc_content_mark'").fetchone()
+            candidates: set[int] = set()
+            for rev_no in old:
+                successor = db.execute(
+                    "SELECT min(rev_no) FROM revisions WHERE view = (SELECT view FROM revisions WHERE rev_no = ?) "
+                    "AND rev_no > ?",
+                    (rev_no, rev_no),
+                ).fetchone()[0]
+                candidates.update(
+                    r[0]
+                    for r in db.execute(
+                        "SELECT content_id FROM manifest WHERE rev_no = ? "
+                        "EXCEPT SELECT content_id FROM manifest WHERE rev_no = ?",
+                        (rev_no, successor if successor is not None else -1),
+                    )
+                )
+                db.execute("DELETE FROM manifest WHERE rev_no = ?", (rev_no,))
+                db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
+                db.execute("DELETE FROM meta WHERE key LIKE ?", (_covered_key(rev_no, "%"),))
+            if gone:  # what only they named leaves the lexical index
+                stray = f"SELECT k.id FROM chunks k WHERE NOT EXISTS ({_CURRENT_CONTENT})"
+                _move_rows(db, "chunks_fts", "chunks_fts_retained", stray, ())
+            newer = "SELECT id FROM contents WHERE id > ?"
+            candidates.update(r[0] for r in db.execute(newer, (int(mark[0]) if mark else -1,)))
+            orphans = sorted(c for c in candidates if db.execute(_named("?"), (c,)).fetchone() is None)
+            removed_chunks = 0
+            for content_id in orphans:
+                chunk_ids = [
+                    r[0] for r in db.execute("SELECT id FROM chunks WHERE content_id = ?", (content_id,))
+                ]
+                db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in chunk_ids])
+                db.executemany("DELETE FROM chunks_fts_retained WHERE rowid = ?", [(i,) for i in chunk_ids])
+                db.execute("DELETE FROM chunks WHERE content_id = ?", (content_id,))
+                db.execute("DELETE FROM facts WHERE content_id = ?", (content_id,))
+                db.executemany("DELETE FROM vectors WHERE chunk_id = ?", [(i,) for i in chunk_ids])
+                db.execute("DELETE FROM contents WHERE id = ?", (content_id,))
+                removed_chunks += len(chunk_ids)
+            if orphans:
+                # One pass over the references instead of an index on content_id that every insert pays for.
+                db.execute("DELETE FROM ref_sites WHERE content_id NOT IN (SELECT id FROM contents)")
+                db.execute("DELETE FROM pending_fts WHERE chunk_id NOT IN (SELECT id FROM chunks)")
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) SELECT 'gc_content_mark', coalesce(max(id), 0) FROM contents"
+            )
+        return {
+            "revisions_removed": len(old),
+            "contents_removed": len(orphans),
+            "chunks_removed": removed_chunks,
+        }
