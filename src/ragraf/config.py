@@ -66,6 +66,38 @@ _BOOL_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("bool
 _KEYS = {f.name for f in dataclasses.fields(Settings)} - {"root", "home", "view", "repo_key"}
 
 
+# The values each number may take (inclusive); a value outside is refused when settings load, with
+# the key, the value and the range, rather than misbehaving later (a negative budget, no chunks).
+RANGES: dict[str, tuple[float, float]] = {
+    "embed_batch_size": (1, 100_000),
+    "embed_timeout_s": (0.1, 86_400),
+    "max_file_bytes": (1, 1 << 40),
+    "max_line_chars": (0, 1 << 30),  # 0: no limit
+    "chunk_max_chars": (100, 1_000_000),
+    "chunk_min_chars": (0, 1_000_000),  # and at most chunk_max_chars
+    "keep_revisions": (1, 1_000_000),
+    "auto_reindex_max_files": (0, 1 << 31),
+    "budget_bytes": (512, 1 << 30),
+    "lock_timeout_s": (0, 7 * 86_400),
+    "parse_timeout_s": (0.1, 86_400),
+    "lazy_refresh_max_files": (0, 1 << 31),
+    "base_staleness_warn_commits": (0, 1 << 31),
+}
+
+
+def _in_range(key: str, value: object, source: str) -> object:
+    bounds = RANGES.get(key)
+    if bounds is None or not isinstance(value, int | float) or isinstance(value, bool):
+        return value
+    if not bounds[0] <= value <= bounds[1]:  # NaN fails both comparisons, so it is refused too
+        span = " to ".join(f"{x:g}" if isinstance(x, float) else f"{x:,}" for x in bounds)
+        raise ConfigError(
+            f"{source}: {key} = {value!r} is outside the allowed range {span}",
+            suggest=f"set {key} to a value from {span} in {source}",
+        )
+    return value
+
+
 def _coerce(key: str, value: object, source: str) -> object:
     try:
         if key in _BOOL_FIELDS:
@@ -73,10 +105,12 @@ def _coerce(key: str, value: object, source: str) -> object:
                 return value.strip().lower() not in ("0", "false", "no", "off", "")
             return bool(value)
         if key in _INT_FIELDS:
-            return int(value)  # type: ignore[arg-type]
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return _in_range(key, int(value), source)  # type: ignore[arg-type]
         if key in _FLOAT_FIELDS:
-            return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+            return _in_range(key, float(value), source)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(
             f"{source}: {key} = {value!r} is not a valid {'number' if key not in _BOOL_FIELDS else 'boolean'}",
             suggest=f"fix {key} in {source}",
@@ -165,7 +199,7 @@ def load_settings(root: str | Path = ".", env: dict[str, str] | None = None, **o
     values: dict[str, object] = {}
     values.update(_file_settings(root_path))
     values.update(_env_settings(env))
-    values.update({k: v for k, v in overrides.items() if v is not None})
+    values.update({k: _in_range(k, v, "the arguments") for k, v in overrides.items() if v is not None})
     found = git_dir(root_path)
     shared = values.get("worktrees", True) and values.get("store", "sqlite") == "sqlite"
     if found is not None and found[1] == root_path and shared:
@@ -176,6 +210,12 @@ def load_settings(root: str | Path = ".", env: dict[str, str] | None = None, **o
         raise ConfigError(
             f"reindex_on_drift = {settings.reindex_on_drift!r} is not one of warn, auto, fail",
             suggest="set RAGRAF_REINDEX_ON_DRIFT to warn, auto or fail",
+        )
+    if settings.chunk_min_chars > settings.chunk_max_chars:
+        raise ConfigError(
+            f"chunk_min_chars = {settings.chunk_min_chars} is larger than chunk_max_chars = "
+            f"{settings.chunk_max_chars}",
+            suggest="set chunk_min_chars to at most chunk_max_chars",
         )
     if settings.store not in ("sqlite", "postgres"):
         raise ConfigError(f"store = {settings.store!r} is not sqlite or postgres", suggest="set RAGRAF_STORE")

@@ -33,14 +33,81 @@ class Discovery:
     # Files over the size limit, with their stat: the snapshot keeps them, so one that shrinks
     # under the limit in place is seen.
     oversized: list[FileStat] = field(default_factory=list)
+    # Ignore files not read, or lines of them skipped, each named with what to do.
+    warnings: list[str] = field(default_factory=list)
 
 
-def read_ignore_file(path: Path) -> GitIgnoreSpec | None:
+# An ignore file larger than this is not read: real ones are a few KiB; /dev/zero is endless.
+IGNORE_FILE_MAX_BYTES = 1 << 20
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a folder"))  # fmt: skip
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _not_regular(shown: str, mode: int) -> str:
+    return f"{shown} is {_kind(mode)}, not a regular file: not read (make it a plain file)"
+
+
+def special_kind(path: Path) -> str | None:
+    """What a path that is there but not a regular file is ("a FIFO", "a socket", ...), else None."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        mode = os.lstat(path).st_mode
     except OSError:
         return None
-    return GitIgnoreSpec.from_lines(lines) if lines else None
+    return None if stat.S_ISREG(mode) else _kind(mode)
+
+
+def read_ignore_file(path: Path, warnings: list[str] | None = None, shown: str = "") -> GitIgnoreSpec | None:
+    """The patterns of a .gitignore or .ragrafignore: a regular file only (a FIFO, a device or a
+    symlink is never opened: reading one hangs or never ends), at most IGNORE_FILE_MAX_BYTES, its
+    invalid lines skipped as git skips them; what was left out goes to `warnings`, named `shown`."""
+    shown = shown or path.name
+    notes = warnings if warnings is not None else []
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        notes.append(_not_regular(shown, st.st_mode))
+        return None
+    if st.st_size > IGNORE_FILE_MAX_BYTES:
+        notes.append(f"{shown} is larger than {IGNORE_FILE_MAX_BYTES} bytes: not read (shorten it)")
+        return None
+    try:
+        # O_NONBLOCK and the second check: a file swapped for a FIFO since the lstat does not hang.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, IGNORE_FILE_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    lines = data[:IGNORE_FILE_MAX_BYTES].decode("utf-8", errors="replace").splitlines()
+    if not lines:
+        return None
+    try:
+        return GitIgnoreSpec.from_lines(lines)
+    except Exception:  # noqa: BLE001 - pathspec raises ValueError or re.error; found line by line below
+        pass
+    kept = []
+    for number, line in enumerate(lines, 1):
+        try:
+            GitIgnoreSpec.from_lines([line])
+        except Exception:  # noqa: BLE001
+            notes.append(
+                f"{shown}:{number}: invalid pattern {line!r} skipped, as git skips it (fix or remove the line)"
+            )
+            kept.append("")  # a blank line keeps the numbering and matches nothing
+        else:
+            kept.append(line)
+    return GitIgnoreSpec.from_lines(kept)
 
 
 # Roots known not to be git work trees (or ignored by theirs), and when that was last checked: the
@@ -49,30 +116,22 @@ _WALKED: dict[Path, float] = {}
 _WALK_RECHECK_S = 30.0
 
 
-def _git_paths(root: Path) -> list[str] | None:
-    """Tracked plus untracked-not-ignored paths under root, or None when root is not in a work tree."""
+def _git_paths(root: Path, warnings: list[str]) -> list[str] | None:
+    """Tracked plus untracked-not-ignored paths under root, or None when root is not in a work tree
+    (or git could not be asked safely: the walk lists it then); `warnings` names odd ignore files."""
     checked = _WALKED.get(root)
     if checked is not None and time.monotonic() - checked < _WALK_RECHECK_S:
         return None
-    paths = _ask_git(root)
+    paths = _ask_git(root, warnings)
     if paths is None:
         _WALKED[root] = time.monotonic()
     return paths
 
 
-def _ask_git(root: Path) -> list[str] | None:
+def _ls_files(root: Path, *args: str) -> list[str] | None:
     try:
         out = subprocess.run(
-            [
-                "git",
-                "-c",
-                "core.quotepath=off",
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
+            ["git", "-c", "core.quotepath=off", "ls-files", "-z", *args],
             cwd=root,
             capture_output=True,
             timeout=120,
@@ -82,7 +141,41 @@ def _ask_git(root: Path) -> list[str] | None:
         return None
     if out.returncode != 0:
         return None
-    paths = sorted({p for p in out.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p})
+    return [p for p in out.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p]
+
+
+def unsafe_ignore_file(root: Path, paths: list[str], warnings: list[str] | None = None) -> bool:
+    """Whether an ignore file git would open for these paths is a FIFO, a device or a socket: git
+    blocks on it forever. The root's, those of the paths' folders, and .git/info/exclude; every one
+    that is not a regular file is named in `warnings`."""
+    unsafe = False
+    folders = {p.rsplit("/", 1)[0] for p in paths if "/" in p}
+    folders |= {f.rsplit("/", k)[0] for f in list(folders) for k in range(1, f.count("/") + 1)}
+    candidates = [".gitignore", ".git/info/exclude", *(f"{f}/.gitignore" for f in sorted(folders))]
+    for rel in candidates:
+        try:
+            mode = os.lstat(root / rel).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode):
+            continue
+        if warnings is not None:
+            warnings.append(_not_regular(rel, mode))
+        # git does not follow a symlinked .gitignore, nor read a folder; it blocks on the rest.
+        unsafe = unsafe or not (stat.S_ISLNK(mode) or stat.S_ISDIR(mode))
+    return unsafe
+
+
+def _ask_git(root: Path, warnings: list[str]) -> list[str] | None:
+    # Tracked files first (git reads no ignore file for them), so the ignore files it would read
+    # for the untracked ones are looked at before it opens them.
+    tracked = _ls_files(root, "--cached")
+    if tracked is None or unsafe_ignore_file(root, tracked, warnings):
+        return None
+    untracked = _ls_files(root, "--others", "--exclude-standard")
+    if untracked is None:
+        return None
+    paths = sorted({*tracked, *untracked})
     if not paths:
         # A folder git ignores (a vendored or downloaded tree inside a repository) is walked instead.
         ignored = subprocess.run(
@@ -97,13 +190,15 @@ class GitIgnores:
     """The .gitignore files of a folder tree, each read once when first needed; nested ones apply
     below their folder, and a later `!pattern` can re-include."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, warnings: list[str] | None = None) -> None:
         self.root = root
         self.specs: dict[str, GitIgnoreSpec | None] = {}
+        self.warnings = warnings if warnings is not None else []
 
     def _spec(self, folder: str) -> GitIgnoreSpec | None:
         if folder not in self.specs:
-            self.specs[folder] = read_ignore_file(self.root / folder / ".gitignore")
+            shown = f"{folder}/.gitignore" if folder else ".gitignore"
+            self.specs[folder] = read_ignore_file(self.root / folder / ".gitignore", self.warnings, shown)
         return self.specs[folder]
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
@@ -132,11 +227,13 @@ def _left_out_folder(rel: str, ragrafignore: GitIgnoreSpec | None) -> bool:
     )
 
 
-def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None, unreadable: list[str]) -> list[str]:
+def _walk_paths(
+    root: Path, ragrafignore: GitIgnoreSpec | None, unreadable: list[str], warnings: list[str]
+) -> list[str]:
     """A walk that never follows symlinks and applies nested .gitignore files; the folders it may
-    not list go to `unreadable`."""
+    not list go to `unreadable`, what was wrong with an ignore file to `warnings`."""
     result: list[str] = []
-    ignored = GitIgnores(root).ignored
+    ignored = GitIgnores(root, warnings).ignored
 
     def refused(error: OSError) -> None:
         if isinstance(error, PermissionError) and error.filename:
@@ -163,6 +260,13 @@ def _walk_paths(root: Path, ragrafignore: GitIgnoreSpec | None, unreadable: list
     return sorted(result)
 
 
+def untracked_by_walk(root: Path, tracked: list[str]) -> list[str]:
+    """The files a walk finds that git does not track: git's untracked list when git cannot be asked."""
+    known = set(tracked)
+    ragrafignore = read_ignore_file(root / ".ragrafignore")
+    return [p for p in _walk_paths(root, ragrafignore, [], []) if p not in known]
+
+
 BAD_NAME = "file name is not valid UTF-8 (rename it to index it)"
 UNREADABLE_FOLDER = "folder not readable (permission denied)"
 # A stat taken within this window of an mtime may miss a same-size rewrite, or a folder a file
@@ -173,12 +277,15 @@ RACY_NS = 2_000_000_000
 def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) -> Discovery:
     """List the files to index under root with their stat, and what was skipped and why; `paths`
     names the candidates when the caller knows them (a commit's tree), else git or a walk finds them."""
-    ragrafignore = read_ignore_file(root / ".ragrafignore")
+    warnings: list[str] = []
+    ragrafignore = read_ignore_file(root / ".ragrafignore", warnings)
     unreadable: list[str] = []
     if paths is None:
-        paths = _git_paths(root)
+        paths = _git_paths(root, warnings)
+    else:
+        unsafe_ignore_file(root, paths, warnings)  # git listed them: what it could not read is named
     if paths is None:
-        paths = _walk_paths(root, ragrafignore, unreadable)
+        paths = _walk_paths(root, ragrafignore, unreadable, warnings)
     files: list[FileStat] = []
     oversized: list[FileStat] = []
     skipped: list[tuple[str, str]] = [(f"{folder}/", UNREADABLE_FOLDER) for folder in unreadable]
@@ -216,7 +323,7 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
             oversized.append(found)
             continue
         files.append(found)
-    return Discovery(files, skipped, oversized)
+    return Discovery(files, skipped, oversized, list(dict.fromkeys(warnings)))
 
 
 def dir_stamps(root: Path) -> dict[str, int]:
@@ -267,9 +374,14 @@ def left_out(root: Path, rel: str, max_file_bytes: int, max_line_chars: int) -> 
         return f"not readable ({exc.strerror})"
     # git's own answer inside a work tree (it knows the global and info/exclude files too), the
     # .gitignore files as the walk reads them outside one (git check-ignore exits 128 there).
-    in_git = subprocess.run(
-        ["git", "check-ignore", "-q", "--", rel], cwd=root, capture_output=True, check=False
-    )
+    if unsafe_ignore_file(root, [rel]):
+        return "left out of the index: an ignore file on its path is not a regular file"
+    try:
+        in_git = subprocess.run(
+            ["git", "check-ignore", "-q", "--", rel], cwd=root, capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
     spec = read_ignore_file(root / ".ragrafignore")
     if (
         in_git.returncode == 0

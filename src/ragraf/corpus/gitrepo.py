@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragraf.corpus.discover import unsafe_ignore_file, untracked_by_walk
 from ragraf.errors import RagrafError
 
 _TIMEOUT_S = 120
@@ -86,8 +87,14 @@ def touched(root: Path, commit: str) -> list[str]:
             f"git diff against {commit[:12]} failed: {diff.stderr.decode(errors='replace').strip()}",
             suggest="run `ragraf index` (a shallow clone may lack the base commit: `git fetch --deepen`)",
         )
-    others = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
-    return sorted(set(_names(diff.stdout)) | set(_names(others.stdout)))
+    # git blocks forever on an ignore file that is a FIFO or a device: looked at before it opens
+    # one, and then the untracked files are found by the walk, whose ignore reader never blocks.
+    tracked = _names(_git(root, "ls-files", "-z", "--cached").stdout)
+    if unsafe_ignore_file(root, tracked):
+        others = untracked_by_walk(root, tracked)
+    else:
+        others = _names(_git(root, "ls-files", "-z", "--others", "--exclude-standard").stdout)
+    return sorted(set(_names(diff.stdout)) | set(others))
 
 
 def commits_between(root: Path, old: str, new: str) -> int | None:

@@ -437,7 +437,7 @@ def run_index(
     seen_paths = {hf.stat.path for hf in hashed}
     counts["deleted"] = sum(1 for p in old_manifest if p not in seen_paths)
 
-    warnings: list[str] = []
+    warnings: list[str] = list(found.warnings)
     ids, new_chunks = store_contents(store, settings, need, progress, warnings)
 
     # Only the files above: an unchanged file whose content a new file shares is in the manifest already.
@@ -574,6 +574,7 @@ def dry_run(
         "skipped_files": skipped_files(found.skipped, _read_again(settings, unindexable)),
         "home": str(settings.home),
         "embedding": _embedding_estimate(settings, model_id, to_embed),
+        "warnings": found.warnings,
     }
 
 
