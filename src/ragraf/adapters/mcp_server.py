@@ -30,10 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ragraf.mcp")
 
 # What an agent reading an error should try next, beyond the operation's own suggestion.
-MCP_HINTS = {
-    "index_missing": "or call the `reindex` tool to build it now",
-    "locked": "retry in a few seconds",
-}
+MCP_HINTS = {"locked": "retry in a few seconds"}  # index_missing already says: call `reindex`
 
 
 def _tool(spec: ToolSpec) -> types.Tool:
@@ -107,14 +104,31 @@ def _log_failure(future: Any) -> None:
 
 async def serve_stdio(runner: ToolRunner) -> None:
     """Serve MCP on stdin/stdout until the client closes the stream."""
+    import math
+
     import anyio
+    import mcp_types as types
     from mcp.server.stdio import stdio_server
-    from mcp.shared._context_streams import create_context_streams
-    from mcp.shared.message import SessionMessage
+
+    from ragraf.adapters.jsonrpc_guard import CheckedLines, claim_stdin
 
     server = build_server(runner)
     log.info("ragraf %s: MCP on stdio for %s", __version__, runner.root)
-    async with stdio_server() as (read_stream, write_stream):
+    raw, restore_stdin = claim_stdin()
+    send_reply, replies = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+    try:
+        await _serve_checked(server, CheckedLines(raw, send_reply), replies, stdio_server, types)
+    finally:
+        restore_stdin()
+
+
+async def _serve_checked(server: Any, lines: Any, replies: Any, stdio_server: Any, types: Any) -> None:
+    """The SDK's stdio loop over the checked lines, with the checks' replies written beside it."""
+    import anyio
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):
         forward, messages = create_context_streams[SessionMessage | Exception](0)
 
         async def answer_unreadable() -> None:
@@ -131,8 +145,14 @@ async def serve_stdio(runner: ToolRunner) -> None:
                     except Exception:  # an answer to garbage must never end the server
                         log.exception("could not answer an unreadable request")
 
+        async def answer_refused() -> None:
+            async with replies:
+                async for reply in replies:
+                    await write_stream.send(SessionMessage(types.JSONRPCError.model_validate(reply)))
+
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(answer_unreadable)
+            tasks.start_soon(answer_refused)
             await server.run(messages, write_stream, server.create_initialization_options())
 
 
@@ -177,7 +197,7 @@ def run(root: Path | str = ".", log_level: str = "WARNING", overrides: dict[str,
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="ragraf-mcp %(levelname)s %(name)s: %(message)s"
     )
-    runner = ToolRunner(Path(root), overrides or {}, readers=1, hints=MCP_HINTS)
+    runner = ToolRunner(Path(root), overrides or {}, readers=1, hints=MCP_HINTS, in_tool_words=True)
     runner.warm()
     import anyio
 
