@@ -63,7 +63,7 @@ def test_openai_takes_url_model_and_key_from_the_settings(tmp_path: Path):
 def test_an_unknown_provider_lists_the_known_ones(tmp_path: Path):
     with pytest.raises(ConfigError, match="unknown embedder 'sentencepiece'") as caught:
         make_embedder(settings(tmp_path, embedder="sentencepiece"))
-    assert "local, ollama, openai, none" in caught.value.suggest
+    assert "local, static, ollama, openai, none" in caught.value.suggest
 
 
 def test_an_unknown_local_model_is_a_config_error(tmp_path: Path):

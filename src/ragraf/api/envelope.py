@@ -21,6 +21,7 @@ class Capability:
     facts: bool = False
     degraded: bool = False
     reasons: list[str] = field(default_factory=list)
+    tiers: dict[str, float] = field(default_factory=dict)  # each vector tier's coverage: static, transformer
 
 
 @dataclass

@@ -7,6 +7,7 @@ import sqlite3
 
 from ragraf.api.envelope import Capability, Envelope, StaleWarning
 from ragraf.api.session import Session
+from ragraf.api.tiers import tier_coverage
 from ragraf.errors import RagrafError, UsageError
 from ragraf.freshness.guard import DriftSet, GuardResult, guard, remember
 from ragraf.index.lock import WriterLock
@@ -24,17 +25,24 @@ class Guarded(Session):
         cap = Capability(lexical=True, semantic=False, semantic_coverage=0.0, facts=True)
         if self.settings.embedder.strip().lower() == "none":
             return cap  # lexical on purpose: nothing to warn about
-        model = rev.index_version.split("|", 1)[0]
-        cap.semantic_coverage = round(self.store().vector_coverage(rev.rev_no, model), 4)
+        # A chunk is covered by any tier's vector; the static tier is embedded first and whole.
+        cap.tiers = tier_coverage(self.store(), rev)
+        cap.semantic_coverage = max(cap.tiers.values())
         cap.semantic = cap.semantic_coverage > 0
-        if cap.semantic_coverage < 1.0:
+        transformer = cap.tiers.get("transformer", 1.0)
+        if cap.semantic_coverage < 1.0 or transformer < 1.0:
             busy = WriterLock(self.settings.home).busy() if self.settings.store == "sqlite" else None
             todo = (
                 f"an index run is embedding now ({busy})"
                 if busy
                 else "run `ragraf index` to finish embedding"
             )
-            cap.reasons.append(f"semantic coverage {cap.semantic_coverage:.0%}: {todo}")
+            if cap.semantic_coverage < 1.0:
+                cap.reasons.append(f"semantic coverage {cap.semantic_coverage:.0%}: {todo}")
+            else:
+                cap.reasons.append(
+                    f"transformer tier {transformer:.0%}: the static tier answers for the other chunks; {todo}"
+                )
         return cap
 
     def _envelope(self, op: str, rev: Revision, guarded: GuardResult | None = None) -> Envelope:

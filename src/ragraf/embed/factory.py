@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ragraf.config import Settings
     from ragraf.embed.base import Embedder
 
-PROVIDERS = ("local", "ollama", "openai", "none")
+PROVIDERS = ("local", "static", "ollama", "openai", "none")
 
 
 def _require(modules: dict[str, str], provider: str) -> None:
@@ -40,6 +40,11 @@ def make_embedder(settings: Settings, **http: Any) -> Embedder | None:
 
         _require(local.REQUIRED_MODULES, provider)
         return local.LocalEmbedder.from_settings(settings)
+    if provider == "static":
+        from ragraf.embed import static
+
+        _require({"tokenizers": "tokenizers"}, provider)
+        return static.StaticEmbedder.from_settings(settings)
     if provider in ("ollama", "openai"):
         _require({"httpx": "httpx"}, provider)
         if provider == "ollama":

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 
 from ragraf.config import Settings
-from ragraf.embed import Embedder, embed_with_cache, open_cache
+from ragraf.embed import Embedder, NullCache, embed_with_cache, open_cache
 from ragraf.embed.errors import EmbedInterrupted
 from ragraf.errors import EmbedderError
 from ragraf.index.progress import Progress
@@ -34,7 +34,8 @@ def embed_revision(
     progress = progress or Progress()
     counts: Counter[str] = Counter(computed=0, cache_hits=0, failed=0, tokens=0)
     model, dim = embedder.model_id, embedder.dim
-    cache = open_cache(settings)
+    # A static table computes a vector faster than the cache finds one: it skips the cache.
+    cache = open_cache(settings) if getattr(embedder, "cacheable", True) else NullCache()
     total = _missing_count(store, rev_no, model)
     mark = getattr(store, "mark_covered", None)  # lets later reads skip counting the vectors
     if not total:

@@ -14,6 +14,7 @@ from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
 from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, dir_stamps
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
+from ragraf.embed.static import static_tier_id
 from ragraf.freshness import snapshot
 from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
@@ -65,6 +66,7 @@ class IndexReport:
     skipped_files: list[dict[str, str]] = field(default_factory=list)
     new_revision: bool = False
     embeddings: dict[str, int] = field(default_factory=dict)
+    static_embeddings: dict[str, int] | None = None  # the static tier beside a transformer, embedded first
     warnings: list[str] = field(default_factory=list)
     files_read: int = 0  # files whose content was read (the rest were known by their stat)
     base: dict[str, object] | None = None  # in a git work tree: what the base index did
@@ -88,6 +90,8 @@ class IndexReport:
             out["embeddings"] = self.embeddings
         if self.base is not None:
             out["base"] = self.base
+        if self.static_embeddings is not None:
+            out["static_embeddings"] = self.static_embeddings
         out["warnings"] = self.warnings
         return out
 
@@ -100,9 +104,11 @@ def corpus_hash(entries: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def index_version(settings: Settings, model_id: str = "none", dim: int = 0) -> str:
-    """Embedding model + dim + chunker version + chunk parameters: a change forces a full rebuild."""
-    return f"{model_id}|dim={dim}|{settings.chunk_params()}"
+def index_version(settings: Settings, model_id: str = "none", dim: int = 0, static: str = "") -> str:
+    """Embedding model + dim + chunker version + chunk parameters (+ the static tier's model beside a
+    transformer): a change forces a full rebuild, which reuses every stored content and its vectors."""
+    version = f"{model_id}|dim={dim}|{settings.chunk_params()}"
+    return f"{version}|static={static}" if static else version
 
 
 def git_stamp(root: Path) -> tuple[str | None, str | None]:
@@ -129,7 +135,8 @@ def current_version(current: Revision | None, settings: Settings, model_id: str,
     revision's dimension for the same model rather than forcing a rebuild now and another later."""
     if dim is None and current is not None and current.index_version.startswith(f"{model_id}|dim="):
         return current.index_version
-    return index_version(settings, model_id, dim or 0)
+    static = static_tier_id(settings) if model_id != "none" else ""
+    return index_version(settings, model_id, dim or 0, static)
 
 
 def laid_over(rev: Revision) -> str | None:

@@ -9,13 +9,15 @@ import time
 from pathlib import Path
 
 from ragraf.api.session import Session, names_damage
-from ragraf.errors import IndexCorruptError, IndexMissingError
+from ragraf.api.tiers import static_model
+from ragraf.embed.static import static_tier
+from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError
 from ragraf.index.embedding import embed_revision
 from ragraf.index.indexer import IndexReport, dry_run, laid_over, run_index
 from ragraf.index.lock import WriterLock
 from ragraf.index.overlay import base_ref, base_revision, open_base, plan_seed, seed_view, update_base
 from ragraf.index.progress import Progress
-from ragraf.store import Store, open_store
+from ragraf.store import Revision, Store, open_store
 
 
 class IndexRuns(Session):
@@ -125,6 +127,7 @@ class IndexRuns(Session):
             "new_revision": report.new_revision, "files": report.files, "files_read": report.files_read,
             "chunks": report.chunks,
             "embeddings": report.embeddings,
+            **({"static_embeddings": report.static_embeddings} if report.static_embeddings is not None else {}),
         }  # fmt: skip
 
     def _embed_into(
@@ -137,10 +140,29 @@ class IndexRuns(Session):
         elif embedder is not None and not lexical_only:
             rev = store.current_revision()
             assert rev is not None
+            self._embed_static_tier(store, report, rev, progress)
             report.embeddings, warning = embed_revision(store, self.settings, embedder, rev.rev_no, progress)
             if warning:
                 report.warnings.append(warning)
             self._add_embedding_totals(embedder.model_id, report.embeddings)
+
+    def _embed_static_tier(
+        self, store: Store, report: IndexReport, rev: Revision, progress: Progress
+    ) -> None:
+        """The static tier before the transformer's: seconds for the whole revision, so every chunk
+        has a vector when the run moves on to the slow tier."""
+        tier = static_tier(self.settings)
+        if tier is None:
+            return
+        if not static_model(rev):  # the index version has no static tier: its table would not load
+            try:
+                tier.load()
+            except RagrafError as exc:
+                report.warnings.append(f"static tier unavailable: {exc.message} ({exc.suggest})")
+            return
+        report.static_embeddings, warning = embed_revision(store, self.settings, tier, rev.rev_no, progress)
+        if warning:
+            report.warnings.append(warning)
 
     def _totals_path(self) -> Path:
         return self.settings.home / f"{self.settings.db_path.stem}.embedding-totals.json"

@@ -7,6 +7,7 @@ from typing import Any
 from ragraf.api.envelope import Envelope, SearchResult
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
+from ragraf.api.tiers import vector_hits
 from ragraf.errors import EmbedderError, RagrafError, UsageError
 from ragraf.languages import kind_of, language_of
 from ragraf.search.engine import run_search
@@ -106,8 +107,9 @@ class SearchOps(Guarded):
                 why += f" ({exc.suggest})"
             cap.reasons.insert(0, why)
             return None
-        store, vector = self.store(), query_vector.tobytes()
-        return lambda limit: store.vector_search(rev.rev_no, model, vector, dim, limit)
+        # The transformer's vectors where it has embedded, the static tier's for the rest (api/tiers.py).
+        primary = (model, query_vector.tobytes(), dim)
+        return vector_hits(self.store(), self.settings, rev, query, primary, cap.tiers)
 
 
 def _indexed_dim(rev: Revision) -> int:

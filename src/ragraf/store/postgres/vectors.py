@@ -163,6 +163,15 @@ class VectorsMixin:
             self._covered.add((rev_no, model))
         return (total - missing) / total
 
+    def chunks_with_vectors(self, model: str, chunk_ids: list[int]) -> set[int]:
+        """Those of the chunks that have a vector of model."""
+        rows = self._rows(
+            "SELECT chunk_id FROM vectors WHERE repo_id = %s AND chunk_id = ANY(%s) "
+            "AND model_id IN (SELECT id FROM models WHERE name = %s)",
+            (self.repo_id, list(chunk_ids), model),
+        )
+        return {int(r[0]) for r in rows}
+
     def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]:
         """Cosine similarity over the chunks of one revision: exact for small revisions, HNSW beyond."""
         model_id = self._model(model, dim) if limit > 0 else None

@@ -52,7 +52,7 @@ class ConnectionBase:
         self.path = path
         self.view = view
         self.label = label
-        self._vector_rows: VectorRows | None = None
+        self._vector_rows: dict[tuple[str, int], VectorRows] = {}
         self._covered: set[tuple[int, str]] = set()
         if not path.exists() and not create:
             raise IndexMissingError(

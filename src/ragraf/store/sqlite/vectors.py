@@ -27,7 +27,7 @@ class VectorsMixin:
     """Vectors of SqliteStore."""
 
     db: sqlite3.Connection
-    _vector_rows: VectorRows | None
+    _vector_rows: dict[tuple[str, int], VectorRows]
     _covered: set[tuple[int, str]]
     transaction: Callable[[], AbstractContextManager[sqlite3.Connection]]
     count_chunks: Callable[[int], int]
@@ -93,6 +93,20 @@ class VectorsMixin:
             self._covered.add((rev_no, model))
         return 1.0 if not total else (total - missing) / total
 
+    def chunks_with_vectors(self, model: str, chunk_ids: list[int]) -> set[int]:
+        """Those of the chunks that have a vector of model."""
+        found: set[int] = set()
+        for i in range(0, len(chunk_ids), 500):
+            batch = chunk_ids[i : i + 500]
+            found.update(
+                r[0]
+                for r in self.db.execute(
+                    f"SELECT chunk_id FROM vectors WHERE model = ? AND chunk_id IN ({','.join('?' * len(batch))})",
+                    (model, *batch),
+                )
+            )
+        return found
+
     def mark_covered(self, rev_no: int, model: str) -> None:
         """Record that every chunk of the revision has a vector of model (the writer says so)."""
         with self.transaction() as db:
@@ -103,9 +117,13 @@ class VectorsMixin:
     def _vectors(self, rev_no: int, model: str, dim: int) -> VectorView:
         """The model's rows and those of the revision: vectors read once per content and kept, so a
         new revision reads only the contents it adds (a commit rewrites a few files, not every vector)."""
-        pool = self._vector_rows
-        if pool is None or (pool.model, pool.dim) != (model, dim):
-            pool = self._vector_rows = VectorRows(model, dim)
+        pool = self._vector_rows.get((model, dim))
+        if pool is None:
+            # The two tiers of an index (static and transformer) each keep their rows; a third
+            # model (another embedder configured meanwhile) pushes out the one read first.
+            while len(self._vector_rows) >= 2:
+                del self._vector_rows[next(iter(self._vector_rows))]
+            pool = self._vector_rows[(model, dim)] = VectorRows(model, dim)
         with pool.lock:
             if pool.rev_no != rev_no or self._partial_count(pool) != pool.partial_count:
                 self._select(pool, rev_no)

@@ -1,0 +1,192 @@
+"""The static tier: a token-vector table derived from all-MiniLM-L6-v2, a text's vector the mean of its tokens'.
+
+No transformer at run time: tokenize, look up, average, normalize (30x faster than the model).
+The table ships as package data; scripts/derive_static.py makes it (docs/embeddings.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ragraf.embed.base import normalize
+from ragraf.embed.errors import ModelFileError
+from ragraf.tokens import camel_words
+
+if TYPE_CHECKING:
+    from ragraf.config import Settings
+
+STATIC_FORMAT = "ragraf-static-1"
+_DATA = Path(__file__).parent / "data"
+TABLE = _DATA / "minilm-static" / "static.npz"
+TOKENIZER = _DATA / "all-MiniLM-L6-v2" / "tokenizer.json"  # the transformer's own vocabulary
+# Tokens per text: the table costs the same per token at any length, so a chunk's whole embedded
+# head counts (the transformer stops at 128).
+MAX_TOKENS = 512
+_FIX = "pip install --force-reinstall ragraf (or set RAGRAF_EMBEDDER=none for lexical-only search)"
+
+
+def pack_table(path: Path, table: np.ndarray, recipe: dict[str, Any]) -> str:
+    """Write a (vocab, dim) float table as int8 rows with float32 scales plus the recipe; its sha256."""
+    scales = np.abs(table).max(axis=1) / 127.0
+    scales[scales == 0] = 1.0
+    codes = np.rint(table / scales[:, None]).astype(np.int8)
+    meta = np.frombuffer(json.dumps(recipe, sort_keys=True).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    # Uncompressed zip entries with fixed dates: the same table always makes the same bytes.
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        for name, array in (("codes", codes), ("scales", scales.astype(np.float32)), ("recipe", meta)):
+            entry = io.BytesIO()
+            np.lib.format.write_array(entry, np.ascontiguousarray(array), allow_pickle=False)
+            zf.writestr(zipfile.ZipInfo(f"{name}.npy", (1980, 1, 1, 0, 0, 0)), entry.getvalue())
+    data = buf.getvalue()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.replace(tmp, path)
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_table(path: Path) -> tuple[np.ndarray, dict[str, Any], str]:
+    """(float32 table, recipe, sha256) of a packed table; a damaged file raises ModelFileError naming it."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelFileError(
+            f"the static embedding table {path} cannot be read ({exc.strerror or exc})", suggest=_FIX
+        ) from None
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            codes, scales = npz["codes"], npz["scales"]
+            recipe = json.loads(npz["recipe"].tobytes().decode())
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        raise ModelFileError(
+            f"the static embedding table {path} is truncated or corrupt ({exc})", suggest=_FIX
+        ) from None
+    ok = (
+        isinstance(recipe, dict)
+        and recipe.get("format") == STATIC_FORMAT
+        and codes.dtype == np.int8
+        and codes.ndim == 2
+        and scales.shape == (codes.shape[0],)
+        and bool(np.isfinite(scales).all())
+    )
+    if not ok:
+        raise ModelFileError(
+            f"the static embedding table {path} is not a {STATIC_FORMAT} table", suggest=_FIX
+        )
+    table = codes.astype(np.float32) * scales.astype(np.float32)[:, None]
+    return table, recipe, hashlib.sha256(data).hexdigest()
+
+
+class StaticEmbedder:
+    """Tokenize with the transformer's WordPiece vocabulary, average the tokens' rows, normalize."""
+
+    cacheable = False  # computing a vector costs less than looking one up in the machine-wide cache
+
+    def __init__(self, table: Path = TABLE, max_tokens: int = MAX_TOKENS) -> None:
+        self.table_path = table
+        self.max_tokens = max_tokens
+        self.tokens_used = 0
+        self._table: np.ndarray | None = None
+        self._tokenizer: Any = None
+        self._model_id = ""
+        self._unknown = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StaticEmbedder:
+        """The shipped table (RAGRAF_STATIC_TABLE names another one, for measuring variants)."""
+        other = os.environ.get("RAGRAF_STATIC_TABLE", "")
+        return cls(Path(other) if other else TABLE)
+
+    @property
+    def model_id(self) -> str:
+        """static:minilm@<sha256 prefix of the table>/words; loads it."""
+        self.load()
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        self.load()
+        assert self._table is not None
+        return int(self._table.shape[1])
+
+    def load(self) -> None:
+        """Read and check the table, open the tokenizer (idempotent, thread-safe)."""
+        with self._lock:
+            if self._table is not None:
+                return
+            table, _recipe, sha = load_table(self.table_path)
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(TOKENIZER))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(self.max_tokens)
+            if tokenizer.get_vocab_size() != len(table):
+                raise ModelFileError(
+                    f"the static embedding table {self.table_path} has {len(table)} rows for a "
+                    f"{tokenizer.get_vocab_size()}-token vocabulary",
+                    suggest=_FIX,
+                )
+            self._unknown = tokenizer.token_to_id("[UNK]") or 0
+            self._tokenizer = tokenizer
+            self._model_id = f"static:minilm@{sha[:12]}/max{self.max_tokens}/words"
+            self._table = table
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Each text's mean token row, unit length; a text with no tokens gets the [UNK] row."""
+        self.load()
+        assert self._table is not None
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encoded = self._tokenizer.encode_batch([camel_words(t) for t in texts], add_special_tokens=False)
+        ids = [e.ids or [self._unknown] for e in encoded]
+        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+        self.tokens_used += int(lengths.sum())
+        flat = np.fromiter((t for seq in ids for t in seq), dtype=np.int64, count=int(lengths.sum()))
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        sums = np.add.reduceat(self._table[flat], starts, axis=0)
+        return normalize(sums)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Queries and documents are embedded alike."""
+        return self.embed([text])[0]
+
+
+_SHARED: dict[Path, StaticEmbedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def static_tier(settings: Settings) -> StaticEmbedder | None:
+    """The static tier beside a transformer embedder (None for embedder = none or static), one per
+    table and process so indexing and searching load the table once."""
+    if settings.embedder.strip().lower() in ("none", "static"):
+        return None
+    other = os.environ.get("RAGRAF_STATIC_TABLE", "")
+    path = Path(other) if other else TABLE
+    with _SHARED_LOCK:
+        if path not in _SHARED:
+            _SHARED[path] = StaticEmbedder(path)
+        return _SHARED[path]
+
+
+def static_tier_id(settings: Settings) -> str:
+    """The static tier's model id for the index version; "" without one or when its table is damaged
+    (the index run then says so, and the index stays lexical plus the transformer tier)."""
+    tier = static_tier(settings)
+    if tier is None:
+        return ""
+    try:
+        return tier.model_id
+    except ModelFileError:
+        return ""

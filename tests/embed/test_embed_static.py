@@ -1,0 +1,171 @@
+"""The static tier: the shipped table, its vectors, damaged tables, and the index's two tiers."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from embed.fake_embed_server import FakeServer
+from support import SAMPLE, cli_json, write
+
+from ragraf import Index
+from ragraf.embed.errors import ModelFileError
+from ragraf.embed.static import TABLE, StaticEmbedder, load_table, pack_table
+from ragraf.search.tiers import merge_by_share
+from ragraf.store import ChunkHit
+
+
+def test_the_shipped_table_loads_within_its_memory_and_size_limits() -> None:
+    table, recipe, sha = load_table(TABLE)
+    assert TABLE.stat().st_size <= 20 * 1024 * 1024
+    assert table.dtype == np.float32 and table.nbytes <= 100 * 1024 * 1024
+    assert recipe["source"].startswith("all-MiniLM-L6-v2") and len(sha) == 64
+    assert StaticEmbedder().model_id.startswith(f"static:minilm@{sha[:12]}/")
+
+
+def test_vectors_are_unit_length_deterministic_and_independent_of_their_batch() -> None:
+    embedder = StaticEmbedder()
+    texts = ["def check_password(user, password):", "parseJsonBody(request)", "retry with backoff"]
+    together = embedder.embed(texts)
+    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    assert np.array_equal(together, alone)
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed_query(texts[1]) @ embedder.embed(["parse JSON body of a request"])[0] > 0.5
+
+
+@pytest.mark.parametrize("text", ["", "!!!! ???? ;;;; {}[]()", "\u2603\u2603 \U0001f600 \x00", "   \n\t"])
+def test_punctuation_empty_and_unknown_text_get_a_finite_unit_vector(text: str) -> None:
+    vector = StaticEmbedder().embed([text])[0]
+    assert np.isfinite(vector).all()
+    assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "damage", [lambda b: b[: len(b) // 2], lambda b: b"not a table at all", lambda b: b[:100] + b"\0" * 5000]
+)
+def test_a_truncated_or_corrupt_table_names_the_file_and_the_fix(tmp_path: Path, damage) -> None:
+    bad = tmp_path / "static.npz"
+    bad.write_bytes(damage(TABLE.read_bytes()))
+    with pytest.raises(ModelFileError) as caught:
+        StaticEmbedder(bad).embed(["x"])
+    assert str(bad) in caught.value.message and "pip install --force-reinstall ragraf" in caught.value.suggest
+
+
+def test_a_table_of_another_vocabulary_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "small.npz"
+    pack_table(other, np.ones((10, 8), dtype=np.float32), {"format": "ragraf-static-1"})
+    with pytest.raises(ModelFileError, match="10 rows for a 30522-token vocabulary"):
+        StaticEmbedder(other).load()
+
+
+def test_packing_the_same_table_twice_gives_the_same_bytes(tmp_path: Path) -> None:
+    table = np.random.default_rng(0).standard_normal((50, 16)).astype(np.float32)
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    assert pack_table(a, table, {"format": "ragraf-static-1"}) == pack_table(
+        b, table, {"format": "ragraf-static-1"}
+    )
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_embedder_static_makes_the_index_fully_semantic_in_the_index_run(sample: Path) -> None:
+    env = {"RAGRAF_EMBEDDER": "static"}
+    report = cli_json("index", "--root", str(sample), env=env)
+    assert report["warnings"] == [] and "static_embeddings" not in report
+    found = cli_json("search", "pool of keep-alive network connections", "--root", str(sample), env=env)
+    cap = found["capability"]
+    assert cap["semantic_coverage"] == 1.0 and cap["tiers"] == {"static": 1.0} and not cap["degraded"]
+    vector = cli_json(
+        "search", "exponential waiting between attempts", "--mode", "vector", "--root", str(sample), env=env
+    )
+    assert vector["results"] and not vector["capability"]["degraded"]
+
+
+def test_a_damaged_table_answers_lexically_with_the_warning_first(sample: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "static.npz"
+    bad.write_bytes(TABLE.read_bytes()[:4096])
+    env = {"RAGRAF_EMBEDDER": "static", "RAGRAF_STATIC_TABLE": str(bad)}
+    report = cli_json("index", "--root", str(sample), env=env)
+    assert any(str(bad) in w for w in report["warnings"]), report["warnings"]
+    found = cli_json("search", "TCPConnector", "--root", str(sample), env=env)
+    cap = found["capability"]
+    assert cap["degraded"] and str(bad) in cap["reasons"][0] and "lexical" in cap["reasons"][0]
+    assert found["results"]
+
+
+@pytest.fixture
+def fake() -> FakeServer:
+    server = FakeServer("openai")
+    yield server
+    server.close()
+
+
+def _two_tiers(server: FakeServer) -> dict[str, str]:
+    return {
+        "RAGRAF_EMBEDDER": "openai",
+        "RAGRAF_EMBED_URL": server.url,
+        "RAGRAF_EMBED_MODEL": "m",
+        "RAGRAF_EMBED_API_KEY": "k",
+    }
+
+
+def test_two_tiers_the_static_one_first_and_each_tier_reported(sample: Path, fake: FakeServer) -> None:
+    env = _two_tiers(fake)
+    report = cli_json("index", "--root", str(sample), env=env)
+    chunks = report["chunks"]["total"]
+    assert report["static_embeddings"]["computed"] == chunks and report["embeddings"]["computed"] == chunks
+    full = cli_json("search", "retry with backoff", "--root", str(sample), env=env)
+    assert full["capability"]["tiers"] == {"transformer": 1.0, "static": 1.0}
+    assert full["capability"]["semantic_coverage"] == 1.0 and full["capability"]["reasons"] == []
+
+    # Half the transformer's vectors gone (as if its run were still going): every chunk is still
+    # covered, the static tier answering for the rest, and the answer says so.
+    db = Index.open(sample).settings.db_path
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM meta WHERE key LIKE 'covered:%'")
+        conn.execute("DELETE FROM vectors WHERE model NOT LIKE 'static:%' AND chunk_id % 2 = 0")
+    half = cli_json("search", "retry with backoff", "--mode", "vector", "--root", str(sample), env=env)
+    cap = half["capability"]
+    assert 0 < cap["tiers"]["transformer"] < 1 and cap["tiers"]["static"] == 1.0
+    assert cap["semantic_coverage"] == 1.0 and not cap["degraded"]
+    assert any("static tier answers for the other chunks" in r for r in cap["reasons"]), cap["reasons"]
+    assert len(half["results"]) == min(5, chunks)
+
+
+def test_changing_the_static_table_rebuilds_and_reembeds_only_that_tier(
+    sample: Path, fake: FakeServer, tmp_path: Path
+) -> None:
+    env = _two_tiers(fake)
+    cli_json("index", "--root", str(sample), env=env)
+    table, recipe, _ = load_table(TABLE)
+    other = tmp_path / "other.npz"
+    pack_table(other, table[:, ::-1].copy(), recipe)
+    again = cli_json("index", "--root", str(sample), env={**env, "RAGRAF_STATIC_TABLE": str(other)})
+    assert again["full_rebuild"] and "index version mismatch" in again["reason"]
+    assert again["static_embeddings"]["computed"] == again["chunks"]["total"]
+    assert again["embeddings"]["computed"] == 0  # the transformer's vectors stayed with their chunks
+
+
+def test_merge_by_share_takes_each_list_in_proportion_to_its_coverage() -> None:
+    def hits(prefix: str, n: int) -> list[ChunkHit]:
+        return [
+            ChunkHit(i + (0 if prefix == "t" else 100), f"{prefix}{i}", 1, 1, None, "", 1.0 - i / 10)
+            for i in range(n)
+        ]
+
+    merged = merge_by_share(hits("t", 10), hits("s", 10), 0.25, 8)
+    paths = [h.path for h in merged]
+    # keys: static (j + .5) / .75 = .67, 2, 3.3, 4.7, 6, 7.3; transformer (i + .5) / .25 = 2, 6
+    assert paths == ["s0", "t0", "s1", "s2", "s3", "t1", "s4", "s5"]
+    assert [h.score for h in merged] == sorted((h.score for h in merged), reverse=True)
+
+
+def test_the_same_content_at_a_second_path_needs_no_static_vector_again(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    write(a, SAMPLE)
+    env = {"RAGRAF_EMBEDDER": "static"}
+    cli_json("index", "--root", str(a), env=env)
+    write(a, {"src/copy.py": (a / "src/app/retry.py").read_text()})
+    second = cli_json("index", "--root", str(a), env=env)
+    assert second["embeddings"]["computed"] == 0
