@@ -10,6 +10,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragraf.corpus.secrets import REDACTION_VERSION
 from ragraf.errors import ConfigError
 
 CHUNKER_VERSION = "3"
@@ -57,7 +58,10 @@ class Settings:
         return self.home / db_name(Path(self.repo_key) if self.repo_key else self.root)
 
     def chunk_params(self) -> str:
-        return f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}/facts{FACTS_VERSION}"
+        return (
+            f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}/facts{FACTS_VERSION}"
+            f"/redact{REDACTION_VERSION}"
+        )
 
 
 _INT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", int)}

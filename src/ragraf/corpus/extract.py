@@ -7,6 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragraf.corpus.secrets import opens_with_private_key, redact
+
+SECRET_BY_CONTENT = "secret (it opens with a private key)"
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n.*?\n\1[ \t]*(\n|\Z)", re.S)
 
 
@@ -79,10 +82,14 @@ def extract(path: Path, rel: str, max_line_chars: int) -> Extracted:
     if looks_binary(data):
         raise Unindexable("binary (NUL byte)")
     text = decode(data)
+    if opens_with_private_key(text):
+        raise Unindexable(SECRET_BY_CONTENT)
     if max_line_chars and len(text) > max_line_chars:
         longest = max((len(line) for line in text.split("\n")), default=0)
         if longest > max_line_chars:
             raise Unindexable(f"minified or generated (a line of {longest} characters)")
     if rel.lower().endswith((".md", ".markdown", ".mdx")):
         text = strip_front_matter(text)
+    # What the index sees, and hashes: tokens of known formats redacted (corpus/secrets.py).
+    text, _count = redact(text)
     return Extracted(text, sha256_text(text))

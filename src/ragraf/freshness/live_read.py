@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 from ragraf.corpus.extract import decode, looks_binary, sha256_text, strip_front_matter
 from ragraf.corpus.rules import is_secret
+from ragraf.corpus.secrets import opens_with_private_key, redact
 from ragraf.errors import PathOutsideRootError, UsageError
 
 MAX_READ_BYTES = 4 * 1024 * 1024
@@ -111,13 +112,19 @@ def read_live(root: Path, path: str, start_line: int | None = None, end_line: in
     if not big and looks_binary(data):
         raise UsageError(f"{rel} is binary", suggest="ragraf reads text files only")
     text = decode(data)
-    lines = _lines(text)
+    if first == 1 and opens_with_private_key(text):
+        raise UsageError(
+            f"{rel} is a secret (it opens with a private key)", suggest="ragraf never reads secrets"
+        )
+    # Tokens are redacted as the index has them; the hash is of what the index hashes.
+    shown = redact(text)[0]
+    lines = _lines(shown)
     if big:
         return LiveText(rel, lines, "", total, first)
     if rel.lower().endswith((".md", ".markdown", ".mdx")):
-        hashed = sha256_text(strip_front_matter(text))
+        hashed = sha256_text(redact(strip_front_matter(text))[0])
     else:
-        hashed = sha256_text(text)
+        hashed = sha256_text(shown)
     return LiveText(rel, lines, hashed, len(lines))
 
 

@@ -1,0 +1,181 @@
+"""Secrets by content: a file that opens with a private key is a secret, and the tokens of known
+formats (cloud and service keys, JWTs, high-entropy values given to names like *_SECRET, *_TOKEN,
+password) are replaced in the text the index sees, so no lexical row, embedding input, fact,
+snippet, read or outline carries them. Line numbers are kept: a token is replaced within its line."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+# What stands in for a redacted token: `[redacted:KIND]`; envelopes count these (`redacted: N`).
+REDACTED = "[redacted:"
+REDACTION_VERSION = "1"  # part of the index version: changing the rules rebuilds the index
+
+# A private key in the opening lines makes the whole file a secret (a key under an innocent name).
+PRIVATE_KEY_HEAD_LINES = 20
+_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PRIVATE_KEY_BLOCK = re.compile(
+    r"(-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----)(.*?)(-----END \2-----|\Z)", re.S
+)
+
+# (kind, literals, pattern): the pattern runs only on a text holding one of the literals (a
+# substring test costs a little of a regex scan), starts with one (so the scan jumps between them),
+# and a match glued to a letter or digit before it is no token. The token is group "t" when the
+# pattern names one, else the whole match.
+_AWS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA", "ASCA")
+TOKEN_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("aws-access-key", _AWS, r"(?:" + "|".join(_AWS) + r")[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9])"),
+    ("github-fine-grained-token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{22,255}"),
+    ("gitlab-token", ("glpat-", "glptt-", "gldt-", "glrt-", "glcbt-", "glimt-", "gloas-", "glsoat-", "glffct-"),
+     r"gl(?:pat|ptt|dt|rt|cbt|imt|oas|soat|ffct)-[A-Za-z0-9_\-]{20,}"),
+    ("slack-token", ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"), r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("slack-webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]{20,}"),
+    ("stripe-key", ("_live_", "_test_"), r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}(?![A-Za-z0-9])"),
+    ("stripe-webhook-secret", ("whsec_",), r"whsec_[A-Za-z0-9]{24,}(?![A-Za-z0-9])"),
+    ("openai-key", ("sk-",), r"sk-(?:proj-|svcacct-|admin-|ant-(?:api\d\d-)?)?[A-Za-z0-9_\-]{32,}"),
+    ("google-api-key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+    ("google-oauth-secret", ("GOCSPX-",), r"GOCSPX-[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])"),
+    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
+    ("npm-token", ("npm_",), r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    ("pypi-token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
+    ("huggingface-token", ("hf_",), r"hf_[A-Za-z0-9]{34,}(?![A-Za-z0-9])"),
+    ("sendgrid-key", ("SG.",), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9])"),
+    ("twilio-key", ("SK",), r"SK[0-9a-f]{32}(?![A-Za-z0-9])"),
+    ("mailgun-key", ("key-",), r"key-[0-9a-z]{32}(?![A-Za-z0-9])"),
+    ("digitalocean-token", ("doo_v1_", "dop_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}(?![A-Za-z0-9])"),
+    ("shopify-token", ("shpat_", "shpca_", "shppa_", "shpss_"), r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"),
+    ("square-token", ("sq0atp-", "sq0csp-"), r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}"),
+    ("telegram-bot-token", (":AA",), r"\d{8,10}:AA[0-9A-Za-z_\-]{33}(?![A-Za-z0-9])"),
+    ("azure-storage-key", ("AccountKey=",), r"AccountKey=(?P<t>[A-Za-z0-9+/]{80,}={0,2})"),
+    ("databricks-token", ("dapi",), r"dapi[a-f0-9]{32}(?![A-Za-z0-9])"),
+    ("age-secret-key", ("AGE-SECRET-KEY-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("password-in-url", ("://",), r"://[^/\s:@'\"]{1,64}:(?P<t>[^/\s:@'\"$<>{}]{6,128})@"),
+)  # fmt: skip
+_FORMATS = [(kind, literals, re.compile(pattern)) for kind, literals, pattern in TOKEN_FORMATS]
+
+# A value given to a name that says it is secret, and random enough to be one: a quoted literal
+# without spaces, or the rest of a line (.env, YAML, INI). Only lines holding one of the words are
+# looked at.
+_ASSIGN_WORDS = ("secret", "token", "passw", "pwd", "api_key", "apikey", "api-key", "access_key",
+                 "accesskey", "private_key", "auth_key", "credential")  # fmt: skip
+_SECRET_NAME = (
+    r"[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|api[_\-]?key|access[_\-]?key|private[_\-]?key|"
+    r"auth[_\-]?key|credentials?)[A-Za-z0-9_]*"
+)
+_ASSIGNED = re.compile(
+    r"(?i:" + _SECRET_NAME + r")['\"]?\s*(?::=|=>|[:=])\s*"
+    r"(?:(?P<q>['\"`])(?P<t>[^\s'\"`]{12,512})(?P=q)|(?P<u>[^\s'\"`,;()\[\]{}]{12,512})\s*$)"
+)
+MIN_ENTROPY_BITS = 3.5  # per character: English words and identifiers stay under it, keys over
+_NOT_A_VALUE = re.compile(
+    r"^(?:\$|%|\{|<|os\.|process\.|env\.|self\.|this\.|settings\.|config\.|getenv|None$|null$|true$|false$|"
+    r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(.*)?|\(.*)$)"
+)
+
+
+def entropy_bits(value: str) -> float:
+    """Shannon entropy of the value's characters, in bits per character."""
+    counts = Counter(value)
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _looks_random(value: str, quoted: bool) -> bool:
+    if _NOT_A_VALUE.match(value) or value.count("/") > 2:
+        return False  # a reference (an env lookup, an attribute, a call, a path), not the secret
+    digits = any(c.isdigit() for c in value)
+    cased = value.lower() != value and value.upper() != value
+    # Unquoted, a CamelCase name (a class, a constant) is code: a key also holds digits.
+    mixed = (digits or cased) if quoted else (digits and any(c.isalpha() for c in value))
+    return mixed and len(value) >= (12 if quoted else 16) and entropy_bits(value) >= MIN_ENTROPY_BITS
+
+
+def opens_with_private_key(text: str) -> bool:
+    """Whether a private-key block starts in the opening lines: the file is a key, whatever its name."""
+    head = "\n".join(text.split("\n", PRIVATE_KEY_HEAD_LINES)[:PRIVATE_KEY_HEAD_LINES])
+    return _PRIVATE_KEY.search(head) is not None
+
+
+def redact(text: str) -> tuple[str, int]:
+    """The text with every token of a known format and every secret-looking assigned value
+    replaced by `[redacted:KIND]` (a private key's body by as many empty lines), and how many were
+    replaced. Lines keep their numbers."""
+    count = 0
+    if "PRIVATE KEY" in text:
+
+        def blank_key(m: re.Match[str]) -> str:
+            nonlocal count
+            count += 1
+            return f"{m.group(1)}{REDACTED}private-key]" + "\n" * m.group(3).count("\n") + m.group(4)
+
+        text = _PRIVATE_KEY_BLOCK.sub(blank_key, text)
+    for kind, literals, pattern in _FORMATS:
+        if not any(lit in text for lit in literals):
+            continue
+
+        def replace(m: re.Match[str], kind: str = kind) -> str:
+            nonlocal count
+            at = m.start()
+            if at and (m.string[at - 1].isalnum() or m.string[at - 1] == "_") and kind != "password-in-url":
+                return m.group(0)  # glued to a word: part of an identifier, not a token
+            count += 1
+            return _replaced(m, "t", kind)
+
+        text = pattern.sub(replace, text)
+    lines = _lines_with_words(text)
+    if lines:
+        pieces, done = [], 0
+        for start, end in lines:
+            line = text[start:end]
+
+            def assigned(m: re.Match[str]) -> str:
+                nonlocal count
+                group = "t" if m.group("t") is not None else "u"
+                value = m.group(group)
+                if REDACTED in value or not _looks_random(value, group == "t"):
+                    return m.group(0)
+                count += 1
+                return _replaced(m, group, "assigned-secret")
+
+            pieces += [text[done:start], _ASSIGNED.sub(assigned, line)]
+            done = end
+        pieces.append(text[done:])
+        text = "".join(pieces)
+    return text, count
+
+
+def _replaced(m: re.Match[str], group: str, kind: str) -> str:
+    whole = m.group(0)
+    if group not in m.re.groupindex or m.group(group) is None:
+        return f"{REDACTED}{kind}]"
+    start, end = m.start(group) - m.start(), m.end(group) - m.start()
+    return whole[:start] + f"{REDACTED}{kind}]" + whole[end:]
+
+
+def _lines_with_words(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each line holding one of the words secret values are given to."""
+    low = text.lower()
+    spans: set[tuple[int, int]] = set()
+    for word in _ASSIGN_WORDS:
+        at = low.find(word)
+        while at != -1:
+            start = low.rfind("\n", 0, at) + 1
+            end = low.find("\n", at)
+            end = len(low) if end == -1 else end
+            spans.add((start, end))
+            at = low.find(word, end)
+    return sorted(spans)
+
+
+def count_redacted(value: object) -> int:
+    """How many `[redacted:…]` markers the strings inside a JSON-like value hold."""
+    if isinstance(value, str):
+        return value.count(REDACTED)
+    if isinstance(value, dict):
+        return sum(count_redacted(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(count_redacted(v) for v in value)
+    return 0
