@@ -29,9 +29,11 @@ from typing import Any, Protocol
 
 try:
     from benchmarks import corpora, metric
+    from benchmarks.mcp_path import McpIndex
 except ModuleNotFoundError:  # run as a script: python benchmarks/quality.py
     import corpora  # type: ignore[no-redef]
     import metric  # type: ignore[no-redef]
+    from mcp_path import McpIndex  # type: ignore[no-redef]
 
 METRICS = metric.METRICS
 Chunk, QueryScore, Target = metric.Chunk, metric.QueryScore, metric.Target
@@ -491,6 +493,13 @@ def main(argv: list[str] | None = None) -> int:
         help="reuse an existing index (default: a cold build in a fresh home)",
     )
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per query (median kept)")
+    ap.add_argument(
+        "--via",
+        choices=("library", "mcp"),
+        default="library",
+        help="mcp: every search through `ragraf serve` with the tool's default top_k, scored on the "
+        "citations of the text the agent reads (within the byte budget)",
+    )
     ap.add_argument("--json", action="store_true", help="print the JSON summary on stdout (tables on stderr)")
     ap.add_argument("--out", type=Path, help="also write the JSON summary to this file")
     ap.add_argument("--verbose", "-v", action="store_true", help="per-query detail of imperfect queries")
@@ -537,12 +546,15 @@ def main(argv: list[str] | None = None) -> int:
             corpus = widen(corpus, found)
         print(f"... {corpus.name}: indexing {corpus.root}", file=sys.stderr, flush=True)
         idx = open_index(corpus.root, corpus.name, args.embedder, args.homes, fresh=not args.incremental)
+        if args.via == "mcp":
+            idx = McpIndex(idx)
         try:
             runs.append(evaluate(idx, corpus, modes, full=not args.incremental, repeat=args.repeat))
         finally:
             idx.close()
     summary = summarize(runs, modes)
     summary["embedder"] = args.embedder or "default"
+    summary["via"] = args.via
     summary["stale_spans"] = {"targets": stale, "scored_as_files": args.widen_stale_spans}
     if args.verbose:
         print_misses(runs)

@@ -1,0 +1,364 @@
+"""Localization: a pasted report to the files to change, each with the evidence that points at it.
+
+Each part of the report goes through the channel that fits it (search/report.py reads the parts):
+traceback frames and named paths to the revision's paths, code names to the facts (the files that
+define them), messages and quoted strings to the lexical index as phrases (an error message's text
+often sits on the line that raises it), and the whole text to hybrid search. Each channel ranks
+files; the ranks are fused (weighted reciprocal rank) and the kinds a fix rarely lands in (docs,
+config, tests unless the report is about them) rank after code.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ragraf.languages import is_example_path, kind_of
+from ragraf.search.engine import CANDIDATES, run_search
+from ragraf.search.rank import asks_about_tests
+from ragraf.search.report import Report
+from ragraf.store import ChunkHit, Store
+from ragraf.tokens import query_terms
+
+# Weights of the channels in the fusion, and its rank constant: a file first in one channel beats a
+# file fifth in two (K small), and being named by the report's own trace or text counts most.
+WEIGHTS = {"traceback": 1.6, "path": 1.2, "definition": 1.0, "message": 0.9, "literal": 1.0, "text": 1.0}
+FUSE_K = 4.0
+# A name defined in more files than this says little about where the fix goes (`__init__`, `run`).
+MAX_DEFINING_FILES = 8
+MAX_NAMES = 25
+MAX_MESSAGES = 8
+MAX_LITERALS = 15
+# A flag or key held verbatim by more files than this is used everywhere, not declared somewhere.
+MAX_LITERAL_FILES = 15
+# How much a kind of file keeps of its score: a fix lands in code; docs, config and tests it touches
+# come along with it, rarely alone.
+KIND_FACTOR = {"code": 1.0, "test": 0.45, "doc": 0.3, "config": 0.35}
+EXAMPLE_FACTOR = 0.5
+CHUNKS_PER_FILE = 2
+
+
+@dataclass
+class FileAnswer:
+    """One ranked file: its fused score, why it is here, its best chunks."""
+
+    path: str
+    score: float = 0.0
+    evidence: list[dict[str, object]] = field(default_factory=list)
+    chunks: list[ChunkHit] = field(default_factory=list)
+    channels: dict[str, int] = field(default_factory=dict)  # channel -> rank (0 first) in it
+
+
+@dataclass(frozen=True)
+class LocalizeOutcome:
+    files: list[FileAnswer]
+    notes: list[str]
+    missing_paths: list[str]  # paths the report names that the revision does not hold
+
+
+def localize(
+    store: Store,
+    rev_no: int,
+    report: Report,
+    k: int,
+    vector_hits: Callable[[int], list[ChunkHit]] | None = None,
+    keep: Callable[[str], bool] | None = None,
+) -> LocalizeOutcome:
+    """The k files of a revision most likely to need the change a report asks for, best first."""
+    if k <= 0 or report.is_empty:
+        return LocalizeOutcome([], [], [])
+    paths = [p for p, _ in store.manifest_hashes(rev_no)]
+    resolver = PathResolver(paths)
+    answers: dict[str, FileAnswer] = {}
+    notes: list[str] = []
+
+    def add(channel: str, ranked: list[tuple[str, dict[str, object], ChunkHit | None]]) -> None:
+        rank = 0
+        for path, evidence, chunk in ranked:
+            if keep is not None and not keep(path):
+                continue
+            answer = answers.setdefault(path, FileAnswer(path))
+            if channel not in answer.channels:
+                answer.channels[channel] = rank
+                answer.score += WEIGHTS[channel] / (FUSE_K + rank)
+                rank += 1
+            if len(answer.evidence) < 6:
+                answer.evidence.append(evidence)
+            if chunk is not None and len(answer.chunks) < CHUNKS_PER_FILE and chunk not in answer.chunks:
+                answer.chunks.append(chunk)
+
+    frames, missing = _traceback_channel(report, resolver)
+    add("traceback", frames)
+    named, missing_named = _path_channel(report, resolver)
+    add("path", named)
+    add("definition", _definition_channel(store, rev_no, report))
+    add("message", _message_channel(store, rev_no, report))
+    add("literal", _literal_channel(store, rev_no, report))
+    text = _text_channel(store, rev_no, report, vector_hits)
+    add("text", text)
+    if not text and not report.names:
+        notes.append("the report has no words to search for")
+
+    tests_asked = asks_about_tests(report.prose[:2000])
+    for answer in answers.values():
+        kind = kind_of(answer.path)
+        factor = KIND_FACTOR.get(kind, 1.0) if not (kind == "test" and tests_asked) else 1.0
+        if "path" in answer.channels or "traceback" in answer.channels:
+            factor = max(factor, 0.8)  # the report itself names this file
+        if is_example_path(answer.path):
+            factor *= EXAMPLE_FACTOR
+        answer.score *= factor
+    ranked = sorted(answers.values(), key=lambda a: (-a.score, a.path))[:k]
+    _fill_chunks(store, rev_no, ranked, report)
+    missing_all = list(dict.fromkeys(missing + missing_named))
+    return LocalizeOutcome(ranked, notes, missing_all)
+
+
+class PathResolver:
+    """Paths as a report writes them (absolute, under site-packages, a bare file name, a dotted
+    module) matched to the revision's paths by their longest common ending."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.by_name: dict[str, list[str]] = {}
+        for path in paths:
+            self.by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+
+    def resolve(self, written: str) -> list[str]:
+        """The indexed paths that end as `written` does, longest matching ending first; a bare file
+        name matches only when few paths hold it."""
+        parts = [p for p in written.replace("\\", "/").split("/") if p and p not in (".", "..")]
+        if not parts:
+            return []
+        candidates = self.by_name.get(parts[-1], [])
+        if not candidates:
+            return []
+        scored = []
+        for path in candidates:
+            theirs = path.split("/")
+            common = 0
+            while common < min(len(parts), len(theirs)) and parts[-1 - common] == theirs[-1 - common]:
+                common += 1
+            scored.append((common, path))
+        best = max(c for c, _ in scored)
+        if best == 1 and len(candidates) > 3:
+            return []  # `__init__.py`, `utils.py` alone: too many to say which
+        return [p for c, p in sorted(scored, key=lambda s: (-s[0], s[1])) if c == best][:3]
+
+    def module(self, dotted: str) -> list[str]:
+        """`sphinx.ext.autodoc` as `sphinx/ext/autodoc.py` or `.../autodoc/__init__.py`; a dotted name
+        ending in a class or function (`pkg.mod.Class`) is tried without its last parts too."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 1, -1):
+            stem = "/".join(parts[:cut])
+            for written in (f"{stem}.py", f"{stem}/__init__.py"):
+                found = [
+                    p for p in self.resolve(written) if p.endswith(written) and len(written.split("/")) > 1
+                ]
+                if found:
+                    return found
+        return []
+
+
+def _traceback_channel(report: Report, resolver: PathResolver) -> tuple[list, list[str]]:  # type: ignore[type-arg]
+    """Frames whose files the revision holds, innermost first (the error is raised there; the fix is
+    often there or a frame or two out); frames of the user's own script or of other packages drop out."""
+    ranked = []
+    missing: list[str] = []
+    seen: set[str] = set()
+    for frame in reversed(report.frames):
+        found = resolver.resolve(frame.path)
+        if not found:
+            if _repository_relative(frame.path):
+                missing.append(frame.path)
+            continue
+        path = found[0]
+        if path in seen:
+            continue
+        seen.add(path)
+        where = f" in {frame.function}" if frame.function else ""
+        ranked.append((path, {"channel": "traceback", "line": frame.line,
+                              "detail": f"named in the traceback (line {frame.line}{where})"}, None))  # fmt: skip
+    return ranked, [] if ranked else missing[:5]
+
+
+def _path_channel(report: Report, resolver: PathResolver) -> tuple[list, list[str]]:  # type: ignore[type-arg]
+    """Files the report names by path or as a dotted module, in the order named."""
+    ranked = []
+    missing: list[str] = []
+    seen: set[str] = set()
+    for written in report.paths:
+        found = resolver.resolve(written)
+        if not found and "/" in written and _repository_relative(written):
+            missing.append(written)
+        for path in found[:2]:
+            if path not in seen:
+                seen.add(path)
+                ranked.append(
+                    (
+                        path,
+                        {"channel": "path", "line": None, "detail": f"named in the report as {written}"},
+                        None,
+                    )
+                )
+    for dotted in report.modules:
+        for path in resolver.module(dotted)[:1]:
+            if path not in seen:
+                seen.add(path)
+                ranked.append(
+                    (
+                        path,
+                        {"channel": "path", "line": None, "detail": f"module {dotted} named in the report"},
+                        None,
+                    )
+                )
+    return ranked, missing[:5]
+
+
+def _definition_channel(store: Store, rev_no: int, report: Report) -> list:  # type: ignore[type-arg]
+    """Files defining the report's code names, a name defined in few files weighing more, and one
+    mentioned often more again."""
+    score: dict[str, float] = {}
+    evidence: dict[str, dict[str, object]] = {}
+    for order, name in enumerate(report.names[:MAX_NAMES]):
+        bare = name.rsplit(".", 1)[-1]
+        container = name.rsplit(".", 2)[-2] if "." in name else None
+        hits = [
+            h
+            for h in store.find_facts(rev_no, "def", name=bare, exact=True, limit=200)
+            if h.kind not in ("heading", "variable", "field", "import")
+        ]
+        if container and container[:1].isupper():
+            narrowed = [h for h in hits if h.container == container]
+            hits = narrowed or hits
+        files = {h.path for h in hits}
+        if not files or len(files) > MAX_DEFINING_FILES:
+            continue
+        weight = (1.0 / math.log2(1 + len(files))) * (1.0 / (1 + 0.05 * order))
+        for h in hits:
+            if h.path in evidence and score.get(h.path, 0) >= weight:
+                score[h.path] += weight * 0.3
+                continue
+            score[h.path] = score.get(h.path, 0.0) + weight
+            evidence.setdefault(h.path, {"channel": "definition", "line": h.line,
+                                         "detail": f"`{name}` defined here (line {h.line})"})  # fmt: skip
+    ranked = sorted(score, key=lambda p: (-score[p], p))
+    return [(p, evidence[p], None) for p in ranked]
+
+
+_MESSAGE_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def _message_channel(store: Store, rev_no: int, report: Report) -> list:  # type: ignore[type-arg]
+    """Chunks holding an error message or quoted string of the report as a phrase (its words in order)."""
+    ranked = []
+    seen: set[str] = set()
+    for text in report.strings[: MAX_MESSAGES * 2]:
+        words = _MESSAGE_WORD.findall(text)
+        if len(words) < 2 or len(" ".join(words)) < 8:
+            continue
+        phrase = '"' + " ".join(w.lower() for w in words[:12]) + '"'
+        for hit in store.lexical_search(phrase, rev_no, 5):
+            if hit.path in seen:
+                continue
+            seen.add(hit.path)
+            line = _line_of(hit, words[0])
+            ranked.append((hit.path, {"channel": "message", "line": line,
+                                      "detail": f"message text {text[:60]!r} found at line {line}"}, hit))  # fmt: skip
+    return ranked
+
+
+_LITERAL_SHAPE = re.compile(r"[\w.-]+")
+
+
+def _literal_channel(store: Store, rev_no: int, report: Report) -> list:  # type: ignore[type-arg]
+    """Files holding a CLI flag or a quoted setting of the report verbatim (`--collect-only`,
+    `autodoc_typehints`): where an option is declared or read. Rarer literals weigh more."""
+    literals = [
+        *report.flags,
+        *(s for s in report.strings if _LITERAL_SHAPE.fullmatch(s) and any(c in s for c in "_-.")),
+    ]
+    score: dict[str, float] = {}
+    evidence: dict[str, dict[str, object]] = {}
+    chunk_of: dict[str, ChunkHit] = {}
+    for literal in list(dict.fromkeys(literals))[:MAX_LITERALS]:
+        words = _MESSAGE_WORD.findall(literal)
+        if not words:
+            continue
+        core = literal.lstrip("-")
+        forms = {core, core.replace("-", "_")}
+        hits = [
+            h
+            for h in store.lexical_search('"' + " ".join(w.lower() for w in words) + '"', rev_no, 40)
+            if any(f in h.text for f in forms)
+        ]
+        files = {h.path for h in hits}
+        if not files or len(files) > MAX_LITERAL_FILES:
+            continue
+        weight = 1.0 / math.log2(1 + len(files))
+        counted: set[str] = set()
+        for h in hits:
+            if h.path in counted:
+                continue
+            counted.add(h.path)
+            score[h.path] = score.get(h.path, 0.0) + weight * (1.0 if kind_of(h.path) == "code" else 0.3)
+            if h.path not in evidence:
+                line = _line_of(h, next(f for f in forms if f in h.text))
+                evidence[h.path] = {"channel": "literal", "line": line,
+                                    "detail": f"`{literal}` appears here (line {line})"}  # fmt: skip
+                chunk_of[h.path] = h
+    ranked = sorted(score, key=lambda p: (-score[p], p))
+    return [(p, evidence[p], chunk_of[p]) for p in ranked]
+
+
+def _text_channel(
+    store: Store, rev_no: int, report: Report, vector_hits: Callable[[int], list[ChunkHit]] | None
+) -> list:  # type: ignore[type-arg]
+    """Hybrid search over the report's text (prose and code), one entry per file, best chunk first."""
+    query = report.text if len(report.text) < 4000 else report.prose[:4000] or report.text[:4000]
+    if not query_terms(query) and vector_hits is None:
+        return []
+    mode = "hybrid" if vector_hits is not None else "lexical"
+    outcome = run_search(store, rev_no, query, CANDIDATES, mode=mode, vector_hits=vector_hits)
+    return [
+        (c.hit.path, {"channel": "text", "line": c.hit.start_line,
+                      "detail": f"matches the report's text (lines {c.hit.start_line}-{c.hit.end_line})"}, c.hit)
+        for c in outcome.hits
+    ]  # fmt: skip
+
+
+def _fill_chunks(store: Store, rev_no: int, answers: list[FileAnswer], report: Report) -> None:
+    """Every answer gets its best chunks: those holding the lines its evidence names, else the chunks
+    holding most of the report's words."""
+    need = [a for a in answers if len(a.chunks) < 1]
+    if not need:
+        return
+    terms = [t for t in query_terms(report.text) if len(t) > 2][:40]
+    chunks_at = store.chunks_of_paths(rev_no, [a.path for a in need])
+    for answer in need:
+        chunks = chunks_at.get(answer.path, [])
+        lines = [e["line"] for e in answer.evidence if isinstance(e.get("line"), int)]
+        at = [c for c in chunks if any(c.start_line <= line <= c.end_line for line in lines)]  # type: ignore[operator]
+        if not at and chunks:
+            lowered = [c.text.lower() for c in chunks]
+            best = max(range(len(chunks)), key=lambda j: (sum(t in lowered[j] for t in terms), -j))
+            at = [chunks[best]]
+        answer.chunks.extend(at[:CHUNKS_PER_FILE])
+
+
+def _repository_relative(path: str) -> bool:
+    """A path written relative to a repository (`src/app.py`), not one of a user's machine
+    (`/home/me/run.py`, `C:\\proj\\run.py`, `~/x.py`) nor of an installed package."""
+    return not (
+        path.startswith(("/", "~", "\\")) or re.match(r"[A-Za-z]:[\\/]", path) or "site-packages" in path
+    )
+
+
+def _line_of(hit: ChunkHit, word: str) -> int:
+    """The line of a chunk holding a word, case-insensitively (its first line when none does)."""
+    lowered = word.lower()
+    for offset, line in enumerate(hit.text.split("\n")):
+        if lowered in line.lower():
+            return hit.start_line + offset
+    return hit.start_line
