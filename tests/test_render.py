@@ -38,7 +38,7 @@ def test_the_text_fits_the_budget_and_the_warning_comes_first(budget: int) -> No
     shown = sum(f"src/pkg/module_{i}.py:" in text for i in range(10))
     assert shown >= 1  # a path:start-end line fits in every one of these budgets
     if shown < 10:
-        assert f"… {10 - shown} more results elided (byte budget {budget}); use --json or -k" in text
+        assert f"… {10 - shown} more results not shown (byte budget {budget}): {shown} of 10 shown" in text
     assert env.truncated["results"] == 10 - shown
 
 
@@ -55,20 +55,20 @@ def test_snippets_shrink_before_results_are_elided_and_the_best_keep_their_code(
         assert block.count("\n    line ") >= 3 and "more lines)" in block
     # Too little room for one snippet: the best result still gives its path:start-end.
     bare = render_search(envelope(), 250)
-    assert "src/pkg/module_0.py:1-40" in bare and "more results elided" in bare
+    assert "src/pkg/module_0.py:1-40" in bare and "more results not shown" in bare
 
 
 def test_a_budget_smaller_than_the_warnings_keeps_them_whole() -> None:
     env = envelope()
     text = render_search(env, 10)
     assert text.startswith("WARNING: degraded: the embedder is down; search ran lexical-only")
-    assert "… 10 more results elided" in text and env.truncated["results"] == 10
+    assert "… 10 more results not shown" in text and env.truncated["results"] == 10
 
 
 def test_nothing_is_cut_within_the_budget() -> None:
     env = envelope(snippet_lines=3, count=2)
-    text = render_search(env, 16_384, more="ask a smaller top_k")
-    assert "elided" not in text and "more lines" not in text
+    text = render_search(env, 16_384, more=lambda n: f"call search with offset={n}")
+    assert "not shown" not in text and "more lines" not in text
     assert env.truncated == {"results": 0, "bytes": 0}
 
 

@@ -19,12 +19,20 @@ from ragraf.api.render import (
     render_facts,
     render_outline,
     render_read,
+    render_revisions,
     render_search,
     render_status,
 )
 from ragraf.corpus.extract import is_utf8
 from ragraf.errors import RagrafError, UsageError
 from ragraf.index.progress import make_progress
+
+
+def _argv() -> list[str]:
+    """This command's arguments as typed (for the line that shows the next page)."""
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx else None
+    return list(root.meta.get("ragraf.argv", [])) if root else []
 
 
 def _print_json(data: Any) -> None:
@@ -186,6 +194,56 @@ def _search_lines(queries_file: Path) -> list[str | RagrafError]:
     return queries
 
 
+def filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """-g/--glob, --kind and --lang: which paths an answer may cite (search, def, refs, localize)."""
+    fn = click.option(
+        "--lang", "languages", multiple=True, help="Only this language (python, ts, go, …; repeatable)."
+    )(fn)
+    fn = click.option(
+        "--kind",
+        "kinds",
+        multiple=True,
+        type=click.Choice(["code", "test", "doc", "config"]),
+        help="Only results of this kind (repeatable).",
+    )(fn)
+    return click.option(
+        "-g",
+        "--glob",
+        "globs",
+        multiple=True,
+        help="Only paths matching this glob ('src/**', '*.py'); '!GLOB' excludes (repeatable).",
+    )(fn)
+
+
+def _filters(globs: tuple[str, ...], kinds: tuple[str, ...], languages: tuple[str, ...]) -> dict[str, Any]:
+    return {"path": list(globs) or None, "kind": list(kinds) or None, "language": list(languages) or None}
+
+
+def _again(argv: list[str], offset_flag: str = "--offset") -> Callable[[int], str]:
+    """The command line that shows the next page: this one with `--offset N`."""
+    import shlex
+
+    def more(n: int) -> str:
+        args, skip = [], False
+        for a in argv:
+            if skip:
+                skip = False
+                continue
+            if a == offset_flag:
+                skip = True
+                continue
+            if not a.startswith(offset_flag + "="):
+                args.append(a)
+        return f"run `ragraf {shlex.join([*args, offset_flag, str(n)])}` for the next"
+
+    return more
+
+
+offset_option = click.option(
+    "--offset", type=click.IntRange(min=0), default=0, help="Skip this many results (the next page)."
+)
+
+
 policy_option = click.option(
     "--reindex-on-drift",
     "policy",
@@ -216,6 +274,8 @@ def _finish(env: Envelope, as_json: bool, render: Callable[[Envelope], str]) -> 
     "--mode", type=click.Choice(["hybrid", "lexical", "vector"]), default="hybrid", show_default=True
 )
 @click.option("--budget", type=int, default=None, help="Byte budget of the text output (default 16 KiB).")
+@offset_option
+@filter_options
 @policy_option
 @common
 def search_cmd(
@@ -227,6 +287,10 @@ def search_cmd(
     mode: str,
     budget: int | None,
     policy: str | None,
+    offset: int = 0,
+    globs: tuple[str, ...] = (),
+    kinds: tuple[str, ...] = (),
+    languages: tuple[str, ...] = (),
 ) -> int:
     """Search the index: the best chunks for QUERY with path:line."""
     if (query is None) == (queries is None):
@@ -240,36 +304,72 @@ def search_cmd(
             try:
                 if isinstance(q, RagrafError):
                     raise q
-                env = idx.search(q, k=k, mode=mode, reindex_on_drift=policy)
+                env = idx.search(
+                    q, k=k, mode=mode, reindex_on_drift=policy, offset=offset,
+                    **_filters(globs, kinds, languages),
+                )  # fmt: skip
             except RagrafError as exc:
                 if queries is None:
                     raise
                 _finish(error_envelope("search", exc), as_json, lambda e: render_search(e, budget))  # type: ignore[arg-type]
                 code = max(code, exc.exit_code)  # the line's own error, not the refusal's 3
                 continue
-            code = max(code, _finish(env, as_json, lambda e: render_search(e, budget)))  # type: ignore[arg-type]
+            more = _again(_argv()) if queries is None else None
+            code = max(code, _finish(env, as_json, lambda e, more=more: render_search(e, budget, more)))  # type: ignore[arg-type]
     return code
 
 
 @main.command("def")
 @click.argument("name")
+@click.option("--body", "include_body", is_flag=True, help="Also print each definition's lines.")
+@offset_option
+@filter_options
 @policy_option
 @common
-def def_cmd(root: Path, as_json: bool, name: str, policy: str | None) -> int:
+def def_cmd(
+    root: Path,
+    as_json: bool,
+    name: str,
+    policy: str | None,
+    include_body: bool = False,
+    offset: int = 0,
+    globs: tuple[str, ...] = (),
+    kinds: tuple[str, ...] = (),
+    languages: tuple[str, ...] = (),
+) -> int:
     """Where NAME is defined (exact, case-insensitive, then Class.method / pkg.Func)."""
     with Index.open(root) as idx:
-        return _finish(idx.find_symbol(name, reindex_on_drift=policy), as_json, render_facts)
+        env = idx.find_symbol(
+            name, reindex_on_drift=policy, offset=offset, include_body=include_body,
+            **_filters(globs, kinds, languages),
+        )  # fmt: skip
+        return _finish(env, as_json, lambda e: render_facts(e, None, _again(_argv())))
 
 
 @main.command("refs")
 @click.argument("name")
 @click.option("--calls", is_flag=True, help="Only calls of NAME.")
+@offset_option
+@filter_options
 @policy_option
 @common
-def refs_cmd(root: Path, as_json: bool, name: str, calls: bool, policy: str | None) -> int:
+def refs_cmd(
+    root: Path,
+    as_json: bool,
+    name: str,
+    calls: bool,
+    policy: str | None,
+    offset: int = 0,
+    globs: tuple[str, ...] = (),
+    kinds: tuple[str, ...] = (),
+    languages: tuple[str, ...] = (),
+) -> int:
     """Who references (or --calls) NAME, grouped by enclosing definition."""
     with Index.open(root) as idx:
-        return _finish(idx.find_references(name, calls=calls, reindex_on_drift=policy), as_json, render_facts)
+        env = idx.find_references(
+            name, calls=calls, reindex_on_drift=policy, offset=offset, **_filters(globs, kinds, languages)
+        )
+        return _finish(env, as_json, lambda e: render_facts(e, None, _again(_argv())))
 
 
 @main.command("outline")
@@ -357,12 +457,7 @@ def revisions_cmd(root: Path, as_json: bool) -> int:
     if as_json:
         _print_json(env.to_dict())
         return 0
-    for r in env.results:
-        git = f"  {r['git_branch'] or ''}@{r['git_head'][:10]}" if r["git_head"] else ""
-        click.echo(
-            f"{r['rev']}  {r['created_at']}  {r['files']:>6} files {r['chunks']:>7} chunks  "
-            f"{r['corpus_hash'][:12]}{git}"
-        )
+    click.echo(render_revisions(env, header=False))
     return 0
 
 

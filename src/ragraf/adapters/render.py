@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from ragraf.api import Envelope
-from ragraf.api.render import render_search
+from ragraf.api.changes_format import as_text
+from ragraf.api.render import (
+    render_drift,
+    render_facts,
+    render_read,
+    render_revisions,
+    render_search,
+    render_status,
+    stale_action,
+)
 
 SKIPPED_SHOWN = 5  # skipped files an index report's text names; --json lists more
 
@@ -22,7 +33,7 @@ def _header(data: dict[str, Any]) -> list[str]:
     if cap.get("degraded"):
         lines.append("WARNING: degraded: " + "; ".join(cap.get("reasons") or []))
     for w in data.get("stale_warnings") or []:
-        lines.append(f"WARNING: {w['path']} {w['reason']}; suggest {w['suggest']}")
+        lines.append(f"WARNING: {w['path']} {w['reason']}; {stale_action(w['path'], w['suggest'])}")
     for note in data.get("notes") or []:
         lines.append(f"NOTE: {note}")
     if not error:
@@ -50,12 +61,75 @@ def _result(r: Any) -> str:
     return json.dumps(r, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
+# The CLI commands an operation's message may name, as the tools an agent calls instead.
+_TOOL_OF = {
+    "search": "search", "def": "find_symbol", "refs": "find_references", "outline": "outline",
+    "read": "read", "status": "status", "drift": "drift", "changes": "changes",
+    "revisions": "revisions", "index": "reindex", "localize": "localize",
+}  # fmt: skip
+_RUN_COMMAND = re.compile(r"(?:run |try |use )?`ragraf (\w+)((?: [^`]*)?)`")
+
+
+def tool_words(text: str) -> str:
+    """A message in the words of the tools: "run `ragraf index --full`" → "call `reindex`
+    with full=true", "`ragraf read src/a.py`" → "`read` (path=src/a.py)"; other commands stay."""
+
+    def call(m: re.Match[str]) -> str:
+        tool = _TOOL_OF.get(m.group(1))
+        if tool is None:
+            return m.group(0)
+        args = m.group(2).split()
+        named = ""
+        if tool == "reindex" and "--full" in args:
+            named = " with full=true"
+        elif tool in ("read", "outline") and args and not args[0].startswith(("-", "<")):
+            named = f" with path={args[0]}"
+        lead = "call " if m.group(0).startswith(("run ", "try ", "use ")) else ""
+        return f"{lead}`{tool}`{named}"
+
+    return _RUN_COMMAND.sub(call, text)
+
+
+def _tool_more(tool: str, key: str = "offset") -> Callable[[int], str]:
+    return lambda n: f"call `{tool}` again with {key}={n} for the next"
+
+
 def render_envelope(env: Envelope, budget_bytes: int) -> str:
-    """The text an agent reads for any envelope; search keeps its own renderer."""
-    if env.op == "search":
-        return render_search(
-            env, budget_bytes, more="the structured content holds them all, or ask a smaller top_k"
-        )
+    """The text an agent reads for any envelope, in the words of the tools and within the budget:
+    the CLI's renderings, each elision with its true total and the call that gets the rest."""
+    op = env.op
+    if op == "search":
+        text = render_search(env, budget_bytes, more=_tool_more("search"))
+    elif op in ("def", "refs"):
+        text = render_facts(env, budget_bytes, more=_tool_more(_TOOL_OF[op]))
+    elif op == "read":
+        text = render_read(env, budget_bytes, more=_tool_more("read", "start_line"))
+    elif op == "status" and env.results:
+        text = render_status(env)
+    elif op == "drift":
+        text = render_drift(env)
+    elif op == "revisions":
+        text = render_revisions(env)
+    elif op == "changes" and env.results and not env.error:
+        text = "\n".join(_header(env.to_dict()) + [as_text(env.results[0])])
+    else:
+        text = _render_generic(env, budget_bytes)
+    return _fit(tool_words(text), budget_bytes)
+
+
+def _fit(text: str, budget_bytes: int) -> str:
+    """A last guard for renderings without their own budget (a long drift, a big change report)."""
+    data = text.encode()
+    if len(data) <= budget_bytes:
+        return text
+    cut = data[: max(0, budget_bytes - 120)].decode("utf-8", "ignore").rsplit("\n", 1)[0]
+    return (
+        cut
+        + f"\n… {len(data) - len(cut.encode())} more bytes not shown (byte budget {budget_bytes}); the structured content holds all of it"
+    )
+
+
+def _render_generic(env: Envelope, budget_bytes: int) -> str:
     data = env.to_dict()
     head = "\n".join(_header(data))
     results = data.get("results") or []
@@ -65,9 +139,10 @@ def render_envelope(env: Envelope, budget_bytes: int) -> str:
     lines = []
     for i, r in enumerate(results):
         text = _result(r)
-        if used + len(text.encode()) + 1 > budget_bytes:
+        if used + len(text.encode()) + 1 > budget_bytes - 120:
             lines.append(
-                f"… {len(results) - i} more results elided (byte budget {budget_bytes}); see the JSON"
+                f"… {len(results) - i} more results of {len(results)} not shown (byte budget {budget_bytes}); "
+                "the structured content holds them all"
             )
             break
         lines.append(text)
@@ -76,8 +151,8 @@ def render_envelope(env: Envelope, budget_bytes: int) -> str:
 
 
 def render_error(env: Envelope) -> str:
-    """ERROR [code]: message, then → what to do."""
-    return "\n".join(_header(env.to_dict()))
+    """ERROR [code]: message, then → what to do (in the words of the tools)."""
+    return tool_words("\n".join(_header(env.to_dict())))
 
 
 def render_report(data: dict[str, Any], warnings: bool = True) -> str:

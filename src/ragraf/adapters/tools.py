@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from ragraf.adapters.render import render_envelope, render_error, render_report
+from ragraf.adapters.render import render_envelope, render_error, render_report, tool_words
 from ragraf.api import Envelope, Index, error_envelope
 from ragraf.corpus.extract import is_utf8
 from ragraf.errors import PathOutsideRootError, RagrafError, UsageError
@@ -27,7 +27,9 @@ log = logging.getLogger("ragraf.adapters")
 
 T = TypeVar("T")
 
-MAX_TOP_K = 10
+MAX_TOP_K = 10  # what an answer holds; a larger top_k is clamped to it, with a note
+MAX_TOP_K_ASKED = 1000
+MAX_OFFSET = 100_000
 MAX_TEXT = 2000
 MAX_QUERY = 100_000  # a pasted bug report with its traceback is 2-5 KB; the HTTP body caps at 1 MiB
 MAX_PATH = 4096
@@ -150,6 +152,38 @@ _PATH = {
     "description": "Path relative to the repository root, e.g. 'src/app/server.py'.",
 }
 _REV = {"type": "string", "minLength": 1, "maxLength": 64, "description": "A revision name, e.g. 'rev-0003'."}
+_OFFSET = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": MAX_OFFSET,
+    "default": 0,
+    "description": "Skip this many results: the next page (an answer that stops early names it).",
+}
+_GLOB = {"type": "string", "minLength": 1, "maxLength": 500}
+# The filters search, find_symbol and find_references share.
+_FILTERS: dict[str, Any] = {
+    "path": {
+        "anyOf": [_GLOB, {"type": "array", "items": _GLOB, "maxItems": 50}],
+        "description": "Only paths matching these globs ('src/**', '*.py'; '!' excludes: '!**/vendor/**'). "
+        "A glob without '/' matches a file or folder name at any depth.",
+    },
+    "kind": {
+        "anyOf": [
+            {"enum": ["code", "test", "doc", "config"]},
+            {"type": "array", "items": {"enum": ["code", "test", "doc", "config"]}, "maxItems": 4},
+        ],
+        "description": "Only results of these kinds: code, test, doc or config.",
+    },
+    "language": {
+        "anyOf": [_STRING, {"type": "array", "items": _STRING, "maxItems": 20}],
+        "description": "Only these languages: python, typescript, go, rust, … (py, ts, js, rs also work).",
+    },
+}
+
+
+def _filters(a: dict[str, Any]) -> dict[str, Any]:
+    return {"path": a.get("path"), "kind": a.get("kind"), "language": a.get("language")}
+
 
 TOOL_LIST: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -169,14 +203,27 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
             "top_k": {
                 "type": "integer",
                 "minimum": 1,
-                "maximum": MAX_TOP_K,
+                "maximum": MAX_TOP_K_ASKED,
                 "default": 5,
-                "description": "How many results (1-10).",
+                "description": f"How many results (1-{MAX_TOP_K}; more is clamped to {MAX_TOP_K}, with a note).",
             },
+            "offset": _OFFSET,
+            "mode": {
+                "enum": ["hybrid", "lexical", "vector", "semantic"],
+                "default": "hybrid",
+                "description": "hybrid (default), lexical (words only) or vector/semantic (meaning only).",
+            },
+            **_FILTERS,
         },
         ("query",),
         "search",
-        lambda idx, a, p: idx.search(a["query"], k=a.get("top_k", 5)),
+        lambda idx, a, p: idx.search(
+            a["query"],
+            k=a.get("top_k", 5),
+            mode=a.get("mode", "hybrid"),
+            offset=a.get("offset", 0),
+            **_filters(a),
+        ),
     ),
     ToolSpec(
         "find_symbol",
@@ -184,10 +231,21 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         "Where a named symbol (class, function, method, variable, type) is defined: each definition "
         "as path:line with its kind and container. Use it when you know the name ('TCPConnector', "
         "'TCPConnector.connect'); use search when you only know what the code does.",
-        {"name": {**_STRING, "maxLength": 500, "description": "The symbol name, optionally qualified."}},
+        {
+            "name": {**_STRING, "maxLength": 500, "description": "The symbol name, optionally qualified."},
+            "include_body": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also show each definition's lines as indexed (within the byte budget).",
+            },
+            "offset": _OFFSET,
+            **_FILTERS,
+        },
         ("name",),
         "find_symbol",
-        lambda idx, a, p: idx.find_symbol(a["name"]),
+        lambda idx, a, p: idx.find_symbol(
+            a["name"], offset=a.get("offset", 0), include_body=a.get("include_body", False), **_filters(a)
+        ),
     ),
     ToolSpec(
         "find_references",
@@ -198,10 +256,14 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         {
             "name": {**_STRING, "maxLength": 500, "description": "The symbol name."},
             "calls": {"type": "boolean", "default": False, "description": "Only call sites."},
+            "offset": _OFFSET,
+            **_FILTERS,
         },
         ("name",),
         "find_references",
-        lambda idx, a, p: idx.find_references(a["name"], calls=a.get("calls", False)),
+        lambda idx, a, p: idx.find_references(
+            a["name"], calls=a.get("calls", False), offset=a.get("offset", 0), **_filters(a)
+        ),
     ),
     ToolSpec(
         "outline",
@@ -330,7 +392,7 @@ def _usage(spec: ToolSpec) -> str:
     parts = []
     for key, prop in spec.properties.items():
         optional = "" if key in spec.required else "?"
-        kind = prop.get("type", "any")
+        kind = prop.get("type", "any" if "enum" not in prop else "|".join(map(str, prop["enum"])))
         if "minimum" in prop and "maximum" in prop:
             kind += f" {prop['minimum']}..{prop['maximum']}"
         parts.append(f"{key}{optional}: {kind}")
@@ -410,6 +472,21 @@ class CallbackProgress(Progress):
         self._send(message, force=True)
 
 
+def _in_tool_words(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with its notes, reasons and error in the words of the tools."""
+    out = dict(payload)
+    if out.get("notes"):
+        out["notes"] = [tool_words(n) for n in out["notes"]]
+    if isinstance(out.get("error"), dict):
+        out["error"] = {k: tool_words(v) if isinstance(v, str) else v for k, v in out["error"].items()}
+    cap = out.get("capability")
+    if isinstance(cap, dict) and cap.get("reasons"):
+        out["capability"] = {**cap, "reasons": [tool_words(r) for r in cap["reasons"]]}
+    if out.get("warnings"):
+        out["warnings"] = [tool_words(w) if isinstance(w, str) else w for w in out["warnings"]]
+    return out
+
+
 @dataclass
 class _Reader:
     index: Index | None = None
@@ -424,6 +501,8 @@ class ToolRunner:
     overrides: dict[str, Any] = field(default_factory=dict)
     readers: int = 1
     hints: dict[str, str] = field(default_factory=dict)
+    # MCP: the payload's messages too name the tools to call, not CLI commands.
+    in_tool_words: bool = False
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).expanduser().resolve()
@@ -440,10 +519,16 @@ class ToolRunner:
 
     async def call(self, tool: str, arguments: object, progress: Progress | None = None) -> ToolOutcome:
         """Validate, run on a worker thread, render; every failure becomes an error outcome."""
+        outcome = await self._call(tool, arguments, progress)
+        if self.in_tool_words:
+            outcome.payload = _in_tool_words(outcome.payload)
+        return outcome
+
+    async def _call(self, tool: str, arguments: object, progress: Progress | None) -> ToolOutcome:
         try:
             args = validate_arguments(tool, arguments)
             spec = TOOLS[tool]
-            if "path" in args:
+            if "path" in args and spec.properties.get("path") is _PATH:  # a file to read, not a glob
                 check_path(self.root, args["path"])
             if not available(tool):
                 raise NotAvailableError(
@@ -462,7 +547,7 @@ class ToolRunner:
                 tool,
                 InternalError(
                     f"{tool} failed unexpectedly: {type(exc).__name__}: {_short(str(exc))}",
-                    suggest="retry; if it persists run `ragraf status` and report the server's stderr log",
+                    suggest="retry; if it persists call `status` and report the server's stderr log",
                 ),
             )
 

@@ -51,10 +51,12 @@ class Envelope:
     notes: list[str] = field(default_factory=list)
     error: dict[str, str] | None = None
     worktree: dict[str, Any] | None = None  # in a git work tree: its view, the base, the lazy refresh
+    # A paged answer: {"offset", "total", "next_offset"} (next_offset None on the last page).
+    page: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("error", "worktree"):
+        for key in ("error", "worktree", "page"):
             if out[key] is None:
                 del out[key]
         return out

@@ -13,7 +13,9 @@ from ragraf.errors import EmbedderError
 from ragraf.index.progress import Progress
 from ragraf.store import ChunkHit, Store
 
-_WINDOW = 512  # chunks fetched from the store at a time: bounded memory on any corpus
+# Chunks fetched, embedded and stored at a time: bounded memory, and vectors land (and coverage
+# rises, and a killed run keeps them) every few batches rather than every 512 chunks.
+_WINDOW = 128
 EMBED_TEXT_CHARS = 1200  # ~ the model's 128 tokens and then some; the head of a chunk says most
 
 
@@ -46,6 +48,7 @@ def embed_revision(
     progress.note(f"embedding {total} chunks in {batches} batches ({model})")
     progress.start("embedding chunks", total)
     after = 0
+    stored = 0
     warning = None
     try:
         while True:
@@ -78,6 +81,7 @@ def embed_revision(
                 if v is not None
             ]
             store.add_vectors(model, rows, dim)
+            stored += len(rows)
             counts.update(result.counts())
             for position, why in result.failures[:5]:
                 progress.note(f"not embedded: {window[position].path}:{window[position].start_line} ({why})")
@@ -91,6 +95,7 @@ def embed_revision(
         if close:
             close()
     if warning:
+        counts["failed"] = max(counts["failed"], total - stored)  # what this run left unembedded
         progress.note(warning)
     elif mark is not None and not counts["failed"]:
         mark(rev_no, model)  # every window was embedded and stored: the revision is covered

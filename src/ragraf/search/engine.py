@@ -17,7 +17,11 @@ _CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RRF_K = 100
 VECTOR_WEIGHT = 1.0
 PER_FILE = 1  # distinct files serve an agent better than a second chunk of one (measured: bench NDCG)
+# One candidate pool per retriever whatever k is, and one ranking RANK_DEPTH deep that each k cuts:
+# so the top k is the first k of the top k+1 (pools of 4*k made -k 2 rank other files than -k 10).
 CANDIDATES = 50
+RANK_DEPTH = 10
+FILTER_WIDEN = 8  # a filtered search draws from pools this much wider, then drops what it excludes
 PATH_FILES = 20  # files named for the query words, as a third list fused with the other two
 PATH_WEIGHT = 0.5  # its weight in the fusion, against 1.0 for lexical and VECTOR_WEIGHT for vectors
 
@@ -26,6 +30,7 @@ PATH_WEIGHT = 0.5  # its weight in the fusion, against 1.0 for lexical and VECTO
 class SearchOutcome:
     hits: list[Candidate]
     notes: list[str]
+    available: int = 0  # results the ranking holds in all (distinct files): offset pages up to it
 
 
 def lexical_candidates(store: Store, rev_no: int, query: str, limit: int) -> list[ChunkHit]:
@@ -167,9 +172,15 @@ def run_search(
     mode: str = "hybrid",
     vector_hits: Callable[[int], list[ChunkHit]] | None = None,
     rules: dict[str, bool] | None = None,
+    offset: int = 0,
+    keep: Callable[[str], bool] | None = None,
 ) -> SearchOutcome:
-    """Top-k ranked chunks for a query in one revision; vector_hits(limit) supplies the vector side."""
-    limit = min(CANDIDATES, 4 * k) if k > 0 else 0
+    """Top-k ranked chunks for a query in one revision; vector_hits(limit) supplies the vector side.
+    `offset` skips the first results of the same ranking; `keep(path)` drops candidates before
+    ranking (from pools FILTER_WIDEN times wider, so a narrow filter still fills k)."""
+    if k <= 0:
+        return SearchOutcome([], [])
+    limit = CANDIDATES * (FILTER_WIDEN if keep is not None else 1)
     notes: list[str] = []
     if mode == "vector" and vector_hits is None:
         mode = "lexical"  # no vectors to ask (the envelope says why): the lexical answer it announces
@@ -178,14 +189,19 @@ def run_search(
     # With one retriever there is nothing to fuse: its own normalised scores keep their spacing.
     use_rrf = bool(lexical and vector) and enabled(rules, "rrf")
     candidates = rrf(lexical, vector) if use_rrf else fuse_scores(lexical, vector)
-    if limit and mode != "vector" and not query_terms(query):
+    if mode != "vector" and not query_terms(query):
         # Stop words and punctuation leave the lexical side nothing to match: say so, not silently.
         how = "results are by meaning alone" if vector else "nothing to match"
         notes.append(f"the query has no searchable words (only stop words or punctuation): {how}")
     q = QueryInfo.of(query)
-    if mode == "hybrid" and limit and q.stems and enabled(rules, "path_candidates"):
+    if mode == "hybrid" and q.stems and enabled(rules, "path_candidates"):
         candidates = add_path_candidates(store, rev_no, query, q, candidates, rrf_scale=use_rrf)
     if enabled(rules, "definition_boost"):
         candidates = boost_definitions(store, rev_no, query, candidates)
+    if keep is not None:
+        candidates = [c for c in candidates if keep(c.hit.path)]
     ranked = add_file_evidence(apply_rules(q, candidates, rules), rules)
-    return SearchOutcome(merge_and_cap(ranked, k, per_file=PER_FILE, rules=rules), notes)
+    depth = max(offset + k, RANK_DEPTH)
+    top = merge_and_cap(ranked, depth, per_file=PER_FILE, rules=rules)[offset : offset + k]
+    available = len({c.hit.path for c in ranked}) if enabled(rules, "file_cap") else len(ranked)
+    return SearchOutcome(top, notes, available)

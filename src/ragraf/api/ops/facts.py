@@ -15,18 +15,33 @@ from ragraf.facts.lookup import bare_name, find_definitions, find_references
 from ragraf.freshness.guard import DriftSet
 from ragraf.freshness.live_read import confine
 from ragraf.languages import language_of
+from ragraf.search.filters import ResultFilter, build_filter
 from ragraf.store import FactHit
 
-MAX_FACTS = 200
+MAX_FACTS = 200  # one page of definitions or references; `offset` asks for the next
+MAX_BODY_LINES = 400  # of one definition's body (`include_body`); the text fits them to the budget
 
 
 class FactOps(Guarded):
     """`find_symbol()`, `find_references()` and `outline()`."""
 
     @names_damage
-    def find_symbol(self, name: str, reindex_on_drift: str | None = None) -> Envelope:
-        """Where NAME is defined: exact, then case-insensitive, then qualified (Class.method, pkg.Func)."""
+    def find_symbol(
+        self,
+        name: str,
+        reindex_on_drift: str | None = None,
+        offset: int = 0,
+        path: str | list[str] | None = None,
+        kind: str | list[str] | None = None,
+        language: str | list[str] | None = None,
+        include_body: bool = False,
+    ) -> Envelope:
+        """Where NAME is defined: exact, then case-insensitive, then qualified (Class.method, pkg.Func).
+        `path` globs (`!` excludes), `kind` and `language` narrow it; `include_body` adds each
+        definition's lines as indexed; `offset` pages past the first MAX_FACTS."""
         _require_name(name)
+        keep = build_filter(path, kind, language)
+        offset = _require_offset(offset)
         rev, drift, env = self._begin("def", reindex_on_drift)
         if env.state == "refused":
             return env
@@ -38,22 +53,52 @@ class FactOps(Guarded):
             )
         elif how not in ("exact", "none"):
             env.notes.append(f"matched {how}")
+        hits = _filtered(hits, keep, env)
         if not hits:
             env.notes.append(f"no definition of {name!r} in {rev.rev}; try `ragraf search`")
-        env.results.extend(_fact(h, drift) for h in hits[:MAX_FACTS])
-        env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
+        page = _page(hits, offset, env)
+        env.results.extend(_fact(h, drift) for h in page)
+        if include_body:
+            self._add_bodies(rev.rev_no, env.results)
         return env
+
+    def _add_bodies(self, rev_no: int, facts: list[dict[str, Any]]) -> None:
+        """Each definition's lines as the revision holds them, from its chunks (`body`; None when
+        the chunks do not cover them)."""
+        store = self.store()
+        chunks = store.chunks_of_paths(rev_no, list(dict.fromkeys(f["path"] for f in facts)))
+        for f in facts:
+            start, end = f.get("start_line") or f["line"], f["end_line"]
+            lines: dict[int, str] = {}
+            for c in chunks.get(f["path"], []):
+                if c.end_line < start or c.start_line > end:
+                    continue
+                for n, text in enumerate(c.text.split("\n"), start=c.start_line):
+                    lines.setdefault(n, text)
+            wanted = range(start, min(end, start + MAX_BODY_LINES - 1) + 1)
+            f["body"] = "\n".join(lines[n] for n in wanted) if all(n in lines for n in wanted) else None
+            f["body_start_line"] = start
 
     @names_damage
     def find_references(
-        self, name: str, calls: bool = False, reindex_on_drift: str | None = None
+        self,
+        name: str,
+        calls: bool = False,
+        reindex_on_drift: str | None = None,
+        offset: int = 0,
+        path: str | list[str] | None = None,
+        kind: str | list[str] | None = None,
+        language: str | list[str] | None = None,
     ) -> Envelope:
-        """Who references (or with calls=True, calls) NAME, grouped by enclosing definition."""
+        """Who references (or with calls=True, calls) NAME, grouped by enclosing definition;
+        `path`, `kind` and `language` narrow it, `offset` pages past the first MAX_FACTS."""
         _require_name(name)
+        keep = build_filter(path, kind, language)
+        offset = _require_offset(offset)
         rev, drift, env = self._begin("refs", reindex_on_drift)
         if env.state == "refused":
             return env
-        hits = find_references(self.store(), rev.rev_no, name, calls)
+        hits = _filtered(find_references(self.store(), rev.rev_no, name, calls), keep, env)
         bare = bare_name(name)
         if bare != name.strip():
             # A use records the name used, not what it was called on: the qualifier cannot narrow.
@@ -62,8 +107,7 @@ class FactOps(Guarded):
             )
         if not hits:
             env.notes.append(f"no {'calls' if calls else 'references'} of {name!r} in {rev.rev}")
-        env.results.extend(_fact(h, drift) for h in hits[:MAX_FACTS])
-        env.truncated["results"] = max(0, len(hits) - MAX_FACTS)
+        env.results.extend(_fact(h, drift) for h in _page(hits, offset, env))
         return env
 
     @names_damage
@@ -112,6 +156,34 @@ def _fact(hit: FactHit, drift: DriftSet) -> dict[str, Any]:
         "line": hit.line, "end_line": hit.end_line, "container": hit.container, "stale": hit.path in drift.paths,
         "start_line": hit.start_line, "signature": hit.signature,
     }  # fmt: skip
+
+
+def _require_offset(offset: int) -> int:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise UsageError(f"offset {offset!r} is not a count", suggest="give offset as 0 or more")
+    return offset
+
+
+def _filtered(hits: list[FactHit], keep: ResultFilter | None, env: Envelope) -> list[FactHit]:
+    """The hits the filter keeps; the note says what it left out."""
+    if keep is None:
+        return hits
+    kept = [h for h in hits if keep.keep(h.path)]
+    env.notes.append(f"filtered to {keep.describe()}: {len(kept)} of {len(hits)} kept")
+    return kept
+
+
+def _page(hits: list[FactHit], offset: int, env: Envelope) -> list[FactHit]:
+    """One page of MAX_FACTS from offset; `page` and `truncated.results` say what is left."""
+    page = hits[offset : offset + MAX_FACTS]
+    following = max(0, len(hits) - offset - len(page))
+    env.truncated["results"] = following
+    env.page = {
+        "offset": offset,
+        "total": len(hits),
+        "next_offset": offset + len(page) if following else None,
+    }
+    return page
 
 
 def _require_name(name: str) -> None:

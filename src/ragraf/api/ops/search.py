@@ -11,6 +11,7 @@ from ragraf.api.tiers import vector_hits
 from ragraf.errors import EmbedderError, RagrafError, UsageError
 from ragraf.languages import kind_of, language_of
 from ragraf.search.engine import run_search
+from ragraf.search.filters import build_filter
 from ragraf.store import Revision
 
 MAX_K = 10
@@ -28,10 +29,19 @@ class SearchOps(Guarded):
         mode: str = "hybrid",
         rules: dict[str, bool] | None = None,
         reindex_on_drift: str | None = None,
+        offset: int = 0,
+        path: str | list[str] | None = None,
+        kind: str | list[str] | None = None,
+        language: str | list[str] | None = None,
     ) -> Envelope:
-        """Hybrid search: the top k chunks for a query, with path:line."""
+        """Hybrid search: the top k chunks for a query, with path:line; `offset` skips the first
+        results of the same ranking; `path` globs (`!` excludes), `kind` and `language` filter."""
+        mode = "vector" if mode == "semantic" else mode
         if mode not in ("hybrid", "lexical", "vector"):
             raise UsageError(f"unknown search mode {mode!r}", suggest="use hybrid, lexical or vector")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise UsageError(f"offset {offset!r} is not a count", suggest="give offset as 0 or more")
+        keep = build_filter(path, kind, language)
         rev, drift, env = self._begin("search", reindex_on_drift)
         if env.state == "refused":
             return env
@@ -46,9 +56,23 @@ class SearchOps(Guarded):
             return env
         vector_hits = self._vector_side(rev, query, mode, env)
         outcome = run_search(
-            self.store(), rev.rev_no, query, k, mode=mode, vector_hits=vector_hits, rules=rules
-        )
+            self.store(), rev.rev_no, query, k, mode=mode, vector_hits=vector_hits, rules=rules,
+            offset=offset, keep=keep.keep if keep else None,
+        )  # fmt: skip
         env.notes.extend(outcome.notes)
+        if keep is not None:
+            env.notes.append(f"filtered to {keep.describe()}")
+        following = max(0, outcome.available - offset - len(outcome.hits))
+        env.truncated["results"] = following
+        env.page = {
+            "offset": offset,
+            "total": max(outcome.available, offset + len(outcome.hits)),
+            "next_offset": offset + len(outcome.hits) if following else None,
+        }
+        if len(outcome.hits) < k:
+            found = "nothing matched" if not outcome.hits else f"{len(outcome.hits)} of k={k} found"
+            where = f" from offset {offset}" if offset else ""
+            env.notes.append(f"{found}{where}: the index holds no more results for this query")
         for cand in outcome.hits:
             hit = cand.hit
             language = language_of(hit.path)
@@ -85,10 +109,18 @@ class SearchOps(Guarded):
             model = rev.index_version.split("|", 1)[0]
             if embedder.model_id != model or cap.semantic_coverage == 0:
                 cap.degraded = True
+                running = [
+                    r.split(": ", 1)[-1] for r in cap.reasons if "embedding now" in r
+                ] if embedder.model_id == model else []  # fmt: skip
+                todo = (
+                    f"{running[0]}; later searches use its vectors as they land"
+                    if running
+                    else "run `ragraf index` to finish embedding"
+                )
+                # This says what the coverage reason would: one reason, not two.
+                cap.reasons[:] = [r for r in cap.reasons if not r.startswith("semantic coverage")]
                 cap.reasons.insert(
-                    0,
-                    f"no vectors for {embedder.model_id} in {rev.rev}: answered lexically; "
-                    "run `ragraf index`",
+                    0, f"no vectors yet for {embedder.model_id} in {rev.rev}: answered lexically; {todo}"
                 )
                 return None
             query_vector = embedder.embed_query(query).astype("float32")
