@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragraf.corpus.discover import unsafe_ignore_file, untracked_by_walk
+from ragraf.corpus.discover import special_kind, unsafe_ignore_file, untracked_by_walk
 from ragraf.errors import RagrafError
 
 _TIMEOUT_S = 120
@@ -105,6 +105,20 @@ def commits_between(root: Path, old: str, new: str) -> int | None:
     return int(out.stdout) if out.returncode == 0 and out.stdout.strip().isdigit() else None
 
 
+def recently_changed(root: Path, commits: int = 100) -> list[str]:
+    """Paths (relative to root) the last `commits` commits touched, newest first; [] outside git or
+    when git cannot tell."""
+    try:
+        out = _git(
+            root, "log", f"-n{commits}", "--name-only", "-z", "--format=", "--no-renames", "--relative"
+        )
+    except GitError:
+        return []
+    if out.returncode != 0:
+        return []
+    return list(dict.fromkeys(_names(out.stdout.replace(b"\n", b"\0"))))
+
+
 def tree_paths(common_dir: Path, commit: str) -> list[str]:
     """Every path in the commit's tree."""
     out = _git(common_dir, "--git-dir", str(common_dir), "ls-tree", "-r", "-z", "--name-only", commit)
@@ -116,6 +130,12 @@ def tree_paths(common_dir: Path, commit: str) -> list[str]:
 def checkout(common_dir: Path, tree: Path, commit: str) -> None:
     """Make tree hold exactly the commit's files, rewriting only those that differ (a private index
     next to the tree remembers what is there, so the repository's own index and HEAD are untouched)."""
+    kind = special_kind(common_dir / "info" / "exclude")
+    if kind is not None and kind not in ("a symlink", "a folder"):
+        raise GitError(
+            f"{common_dir / 'info' / 'exclude'} is {kind}: git would wait on it forever",
+            suggest="make it a regular file (or remove it) and run `ragraf index` again",
+        )
     tree.mkdir(parents=True, exist_ok=True)
     env = {
         "GIT_DIR": str(common_dir),

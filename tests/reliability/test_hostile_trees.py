@@ -1,0 +1,93 @@
+"""Hostile trees (issue 27): random and invalid ignore lines, and special files (FIFO, socket,
+symlink to a device, folder) as every file ragraf reads itself. No traceback, no hang (a timeout
+only stops one), every operation answers with JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import init_git, run_cli, write
+
+from ragraf.corpus.discover import discover, read_ignore_file
+
+LONG = os.environ.get("RAGRAF_RELIABILITY_LONG") == "1"
+HANG_S = 120  # only stops a hang
+FILES = {
+    "a.py": "def alpha():\n    return 1\n",
+    "docs/b.md": "# Beta\n\ntext\n",
+    "c.log": "x\n",
+    "sub/d.py": "D = 1\n",
+}
+# Pieces git's pattern syntax gives meaning to, and a few that trip regex compilers.
+PIECES = st.sampled_from(
+    ["*", "**", "?", "/", "\\", "!", "#", "[", "]", "[z-a]", "[!a]", "[^", "-", " ", "\t", "a", "b.py", "sub",
+     "docs/", "*.log", "\\ ", "\\#", "\\!", "\u00e9", "{", "}", "(", ")", "+", "$", "^", "|", "."]
+)  # fmt: skip
+LINES = st.lists(st.lists(PIECES, max_size=6).map("".join), max_size=12)
+
+
+@settings(max_examples=1500 if LONG else 150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(lines=LINES)
+def test_random_ignore_lines_never_crash_and_bad_ones_are_named(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    root = tmp_path_factory.mktemp("ign")
+    write(
+        root,
+        {**FILES, ".gitignore": "\n".join(lines) + "\n", "sub/.gitignore": "\n".join(reversed(lines)) + "\n"},
+    )
+    (root / ".ragrafignore").write_text("\n".join(lines[:3]) + "\n")
+    warnings: list[str] = []
+    read_ignore_file(root / ".gitignore", warnings)
+    found = discover(root, 1 << 20)
+    assert {f.path for f in found.files} <= {*FILES, ".gitignore", "sub/.gitignore", ".ragrafignore"}
+    for w in found.warnings:
+        name, number = w.split(":")[:2]
+        assert name in (".gitignore", "sub/.gitignore", ".ragrafignore") and number.isdigit(), w
+
+
+SPECIAL_AT = [".gitignore", ".ragrafignore", "sub/.gitignore", "ragraf.toml", "pyproject.toml", "e.py",
+              ".git/info/exclude"]  # fmt: skip
+KINDS = ["fifo", "socket", "zero", "dir"]
+
+
+def _make(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(path))
+    elif kind == "zero":
+        os.symlink("/dev/zero", path)
+    else:
+        path.mkdir()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("at", SPECIAL_AT)
+def test_a_special_file_anywhere_ragraf_reads_never_hangs_nor_crashes(
+    tmp_path: Path, at: str, kind: str
+) -> None:
+    root = tmp_path / "r"
+    write(root, FILES)
+    if at.startswith(".git/"):
+        init_git(root)
+    _make(root / at, kind)
+    env = {"RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(tmp_path / "home")}
+    for args in (("index",), ("search", "alpha"), ("status",), ("outline", at), ("read", at), ("def", "alpha"),
+                 ("doctor",), ("index", "--dry-run")):  # fmt: skip
+        out = run_cli(*args, "--root", str(root), "--json", env=env, timeout=HANG_S)
+        assert "Traceback" not in out.stderr, (args, out.stderr[-2000:])
+        assert out.returncode in (0, 1, 2, 3), (args, out.returncode)
+        if args[0] != "doctor":
+            json.loads(out.stdout)
