@@ -32,6 +32,7 @@ class Settings:
     embed_api_key: str = ""
     embed_batch_size: int = 32
     embed_timeout_s: float = 120.0
+    embed_max_chunks: int = 0  # transformer-tier chunks one index run embeds, most valuable first; 0: all
     cache_dir: str = ""
     cache: bool = True
     max_file_bytes: int = 1024 * 1024
@@ -75,6 +76,7 @@ _KEYS = {f.name for f in dataclasses.fields(Settings)} - {"root", "home", "view"
 RANGES: dict[str, tuple[float, float]] = {
     "embed_batch_size": (1, 100_000),
     "embed_timeout_s": (0.1, 86_400),
+    "embed_max_chunks": (0, 1 << 40),  # 0: no limit
     "max_file_bytes": (1, 1 << 40),
     "max_line_chars": (0, 1 << 30),  # 0: no limit
     "chunk_max_chars": (100, 1_000_000),

@@ -205,6 +205,21 @@ def test_facts_are_found_by_name_path_and_kind(store_factory: StoreFactory, sett
     assert store.facts_status(rev, "missing.py") is None
 
 
+def test_ref_counts_say_in_how_many_of_a_revisions_files_each_name_is_referenced(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    store = store_factory()
+    one = commit_files(store, settings, SAMPLE).rev_no
+    counts = store.ref_counts(one)
+    refs = store.find_facts(one, "ref", limit=100_000)
+    assert counts == {name: len({r.path for r in refs if r.name == name}) for name in {r.name for r in refs}}
+    assert counts["resolve_host"] >= 1
+    extra = "from app.server import resolve_host\n\n\ndef again():\n    return resolve_host('b')\n"
+    two = commit_files(store, settings, {**SAMPLE, "src/again.py": extra}).rev_no
+    assert store.ref_counts(two)["resolve_host"] == counts["resolve_host"] + 1
+    assert store.ref_counts(one) == counts  # an older revision keeps its own counts
+
+
 # the drift ledger -------------------------------------------------------------------------------
 
 

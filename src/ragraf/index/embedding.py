@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 import numpy as np
 
 from ragraf.config import Settings
+from ragraf.corpus.gitrepo import recently_changed
 from ragraf.embed import Embedder, NullCache, embed_with_cache, open_cache
 from ragraf.embed.errors import EmbedInterrupted
 from ragraf.errors import EmbedderError
 from ragraf.index.progress import Progress
+from ragraf.index.queue import recent_paths, value_order
 from ragraf.store import ChunkHit, Store
 
 # Chunks fetched, embedded and stored at a time: bounded memory, and vectors land (and coverage
@@ -31,7 +34,9 @@ def embed_revision(
     """Embed every chunk of the revision the store has no vector for; (counts, warning or None).
 
     Vectors land per batch, so a killed run resumes where it stopped; a provider that goes down
-    stops this phase with a warning and leaves the lexical revision fully queryable.
+    stops this phase with a warning and leaves the lexical revision fully queryable. A transformer
+    embeds the most valuable chunks first (index/queue.py), at most settings.embed_max_chunks of
+    them per run; the static table, which embeds a whole revision in seconds, in chunk order.
     """
     progress = progress or Progress()
     counts: Counter[str] = Counter(computed=0, cache_hits=0, failed=0, tokens=0)
@@ -44,18 +49,25 @@ def embed_revision(
         if mark is not None:
             mark(rev_no, model)
         return dict(counts), None
+    by_value = getattr(embedder, "cacheable", True)  # a slow tier; the static table is not cached
+    windows, deferred = _windows_by_id(store, rev_no, model), 0
+    if by_value:
+        order = value_order(store, rev_no, model, _recent(store, settings))
+        budget = settings.embed_max_chunks or len(order)
+        total, deferred = min(len(order), budget), max(0, len(order) - budget)
+        windows = _windows_in_order(store, rev_no, order[:total])
     batches = -(-total // max(1, settings.embed_batch_size))
     progress.note(f"embedding {total} chunks in {batches} batches ({model})")
+    if deferred:
+        progress.note(
+            f"embed_max_chunks = {settings.embed_max_chunks}: {deferred} less valuable chunks wait for "
+            "the next `ragraf index` (the static tier answers for them meanwhile)"
+        )
     progress.start("embedding chunks", total)
-    after = 0
     stored = 0
     warning = None
     try:
-        while True:
-            window = store.chunks_missing_vectors(rev_no, model, _WINDOW, after_id=after)
-            if not window:
-                break
-            after = window[-1].chunk_id
+        for window in windows:
             done_before = 0
 
             def advance(done: int, _total: int) -> None:
@@ -85,8 +97,8 @@ def embed_revision(
             counts.update(result.counts())
             for position, why in result.failures[:5]:
                 progress.note(f"not embedded: {window[position].path}:{window[position].start_line} ({why})")
-            if warning or len(window) < _WINDOW:
-                break  # a short window was the last: no need to scan the revision once more
+            if warning:
+                break
     except EmbedderError as exc:  # the model would not even load
         warning = f"embedding skipped: {exc.message} ({exc.suggest})"
     finally:
@@ -97,9 +109,36 @@ def embed_revision(
     if warning:
         counts["failed"] = max(counts["failed"], total - stored)  # what this run left unembedded
         progress.note(warning)
-    elif mark is not None and not counts["failed"]:
+    elif mark is not None and not counts["failed"] and not deferred:
         mark(rev_no, model)  # every window was embedded and stored: the revision is covered
     return dict(counts), warning
+
+
+def _windows_by_id(store: Store, rev_no: int, model: str) -> Iterator[list[ChunkHit]]:
+    """The chunks without a vector of model, _WINDOW at a time in chunk order."""
+    after = 0
+    while window := store.chunks_missing_vectors(rev_no, model, _WINDOW, after_id=after):
+        yield window
+        if len(window) < _WINDOW:
+            return  # a short window was the last: no need to scan the revision once more
+        after = window[-1].chunk_id
+
+
+def _windows_in_order(store: Store, rev_no: int, order: list[tuple[int, str]]) -> Iterator[list[ChunkHit]]:
+    """The chunks of order ((chunk id, path), most valuable first), _WINDOW at a time, read by path."""
+    for start in range(0, len(order), _WINDOW):
+        part = order[start : start + _WINDOW]
+        found = store.chunks_of_paths(rev_no, sorted({path for _id, path in part}))
+        by_id = {hit.chunk_id: hit for hits in found.values() for hit in hits}
+        window = [by_id[chunk_id] for chunk_id, _path in part if chunk_id in by_id]
+        if window:
+            yield window
+
+
+def _recent(store: Store, settings: Settings) -> frozenset[str]:
+    """The paths changed recently (index/queue.py): the last commits' and the newest modified."""
+    mtimes = {path: entry.mtime_ns for path, entry in store.stat_cache().items()}
+    return recent_paths(mtimes, recently_changed(settings.root))
 
 
 def _missing_count(store: Store, rev_no: int, model: str) -> int:

@@ -76,6 +76,15 @@ class FactsMixin:
         ).format(sql.SQL(" AND ").join(where))
         return ref_hits(self._rows(query, args), limit)
 
+    def ref_counts(self, rev_no: int) -> dict[str, int]:
+        """Each name the revision's files reference, and in how many of its contents."""
+        rows = self._rows(
+            "SELECT r.name, count(*) FROM ref_sites r WHERE r.repo_id = %s AND r.content_id IN "
+            "(SELECT content_id FROM manifest WHERE repo_id = %s AND rev_no = %s) GROUP BY r.name",
+            (self.repo_id, self.repo_id, rev_no),
+        )
+        return {name: int(n) for name, n in rows}
+
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self._row(
             "SELECT c.facts_status FROM manifest m JOIN contents c ON c.id = m.content_id "

@@ -64,6 +64,15 @@ class FactsMixin:
         )
         return ref_hits(rows, limit)
 
+    def ref_counts(self, rev_no: int) -> dict[str, int]:
+        """Each name the revision's files reference, and in how many of its contents."""
+        rows = self.db.execute(
+            "SELECT r.name, count(*) FROM ref_sites r WHERE r.content_id IN "
+            "(SELECT DISTINCT content_id FROM manifest WHERE rev_no = ?) GROUP BY r.name",
+            (rev_no,),
+        )
+        return dict(rows)
+
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self.db.execute(
             "SELECT c.facts_status FROM manifest m JOIN contents c ON c.id = m.content_id "
