@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragraf.corpus.secrets import count_redacted
+
 
 @dataclass(frozen=True)
 class StaleWarning:
@@ -56,6 +58,8 @@ class Envelope:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        # Secrets replaced by `[redacted:KIND]` in what this answer returns (corpus/secrets.py).
+        out["redacted"] = count_redacted(out["results"])
         for key in ("error", "worktree", "page"):
             if out[key] is None:
                 del out[key]

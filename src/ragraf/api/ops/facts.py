@@ -9,7 +9,7 @@ from ragraf.api.envelope import Envelope
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
 from ragraf.config import Settings
-from ragraf.corpus.discover import left_out
+from ragraf.corpus.discover import left_out, special_kind
 from ragraf.errors import UsageError
 from ragraf.facts.lookup import bare_name, find_definitions, find_references
 from ragraf.freshness.guard import DriftSet
@@ -196,6 +196,11 @@ def _not_outlined(settings: Settings, rel: str, real: Path, rev: str) -> UsageEr
     if real.is_dir():
         return UsageError(
             f"{rel} is a folder", suggest="give a file, e.g. `ragraf outline src/app/server.py`"
+        )
+    kind = special_kind(real)
+    if kind is not None:
+        return UsageError(
+            f"{rel} is {kind}, not a regular file: never indexed", suggest="give a regular file"
         )
     if not real.is_file():
         return UsageError(f"{rel} is not in {rev} and not on disk", suggest="check the path")
