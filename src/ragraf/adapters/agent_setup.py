@@ -17,7 +17,7 @@ from typing import Any
 
 from ragraf.errors import ConfigError
 
-AGENTS = ("claude", "codex", "opencode", "cursor", "generic")
+AGENTS = ("claude", "codex", "opencode", "cursor", "vscode", "gemini", "windsurf", "zed", "generic")
 
 AGENT_GUIDE = """\
 ## Code knowledge: ragraf
@@ -59,7 +59,12 @@ def server_command() -> list[str]:
     return [sys.executable, "-m", "ragraf.cli"]
 
 
-def _server_entry(root: Path) -> tuple[str, list[str]]:
+def _server_entry(root: Path, portable: bool, root_arg: str | None = None) -> tuple[str, list[str]]:
+    """(command, args): portable is `ragraf` from PATH with the root the client gives it (its working
+    folder, or `root_arg` such as `${workspaceFolder}` for a client that expands one), so a
+    committed file holds nothing of this machine; otherwise this ragraf's absolute path and root."""
+    if portable:
+        return "ragraf", ["serve", *(["--root", root_arg] if root_arg else [])]
     command, *prefix = server_command()
     return command, [*prefix, "serve", "--root", str(root)]
 
@@ -68,6 +73,11 @@ def codex_config_path() -> Path:
     """~/.codex/config.toml, or $CODEX_HOME/config.toml."""
     home = os.environ.get("CODEX_HOME")
     return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
+
+
+def windsurf_config_path() -> Path:
+    """Windsurf reads MCP servers from one user-wide file only."""
+    return Path.home() / ".codeium" / "windsurf" / "mcp_config.json"
 
 
 def _toml_string(value: str) -> str:
@@ -84,39 +94,94 @@ def _toml_key(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_string(name)
 
 
-def agent_config(agent: str, root: Path, name: str = "ragraf") -> AgentConfig:
-    """The snippet for `agent` with the server started on `root`."""
-    root = Path(root).expanduser().resolve()
-    command, args = _server_entry(root)
-    if agent == "claude":
-        entry = {"type": "stdio", "command": command, "args": args, "env": {}}
-        return AgentConfig(
-            agent, root / ".mcp.json", "project", _json({"mcpServers": {name: entry}}), "CLAUDE.md"
-        )
-    if agent == "cursor":
-        entry = {"command": command, "args": args}
-        path = root / ".cursor" / "mcp.json"
-        return AgentConfig(agent, path, "project", _json({"mcpServers": {name: entry}}), "AGENTS.md")
+# Each agent's documented file, the key holding its servers, and how it is scoped:
+# claude .mcp.json mcpServers (Claude Code starts project servers in the project folder);
+# cursor .cursor/mcp.json mcpServers and vscode .vscode/mcp.json servers (both expand
+# ${workspaceFolder}); gemini .gemini/settings.json mcpServers; zed .zed/settings.json
+# context_servers; opencode opencode.json(c) mcp, a local command list; codex .codex/config.toml
+# (trusted projects) or ~/.codex/config.toml; windsurf ~/.codeium/windsurf/mcp_config.json only.
+_JSON_AGENTS = {
+    "claude": (".mcp.json", "mcpServers", None, "CLAUDE.md"),
+    "cursor": (".cursor/mcp.json", "mcpServers", "${workspaceFolder}", "AGENTS.md"),
+    "vscode": (".vscode/mcp.json", "servers", "${workspaceFolder}", "AGENTS.md"),
+    "gemini": (".gemini/settings.json", "mcpServers", None, "GEMINI.md"),
+    "zed": (".zed/settings.json", "context_servers", None, "AGENTS.md"),
+    "opencode": ("opencode.json", "mcp", None, "AGENTS.md"),
+}
+
+
+def _json_entry(agent: str, command: str, args: list[str]) -> dict[str, Any]:
+    if agent in ("claude", "vscode"):
+        return {
+            "type": "stdio",
+            "command": command,
+            "args": args,
+            **({"env": {}} if agent == "claude" else {}),
+        }
     if agent == "opencode":
-        entry = {"type": "local", "command": [command, *args], "enabled": True}
-        doc = {"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}}
-        return AgentConfig(agent, root / "opencode.json", "project", _json(doc), "AGENTS.md")
+        return {"type": "local", "command": [command, *args], "enabled": True}
+    if agent == "zed":
+        return {"command": command, "args": args, "env": {}}
+    return {"command": command, "args": args}
+
+
+def opencode_path(root: Path) -> Path:
+    """opencode.jsonc when the project has one (opencode reads either), else opencode.json."""
+    jsonc = root / "opencode.jsonc"
+    return jsonc if jsonc.exists() and not (root / "opencode.json").exists() else root / "opencode.json"
+
+
+def agent_config(
+    agent: str, root: Path, name: str = "ragraf", absolute: bool = False, scope: str = "project"
+) -> AgentConfig:
+    """The snippet for `agent`: for a project file the portable command (`ragraf serve`, the root
+    from the client), for a user-wide file (windsurf, codex --scope user) or with `absolute` this
+    ragraf's absolute path and `--root`."""
+    root = Path(root).expanduser().resolve()
+    if agent in _JSON_AGENTS:
+        rel, key, root_arg, guide = _JSON_AGENTS[agent]
+        command, args = _server_entry(root, not absolute, root_arg)
+        doc: dict[str, Any] = {key: {name: _json_entry(agent, command, args)}}
+        if agent == "opencode":
+            doc = {"$schema": "https://opencode.ai/config.json", **doc}
+        path = opencode_path(root) if agent == "opencode" else root / rel
+        return AgentConfig(agent, path, "project", _json(doc), guide)
+    if agent == "windsurf":
+        command, args = _server_entry(root, False)
+        doc = {"mcpServers": {name: {"command": command, "args": args}}}
+        return AgentConfig(agent, windsurf_config_path(), "user", _json(doc), "AGENTS.md")
     if agent == "codex":
-        return AgentConfig(agent, codex_config_path(), "user", codex_block(name, command, args), "AGENTS.md")
+        user = scope == "user"
+        command, args = _server_entry(root, not (absolute or user))
+        path = codex_config_path() if user else root / ".codex" / "config.toml"
+        return AgentConfig(
+            agent, path, "user" if user else "project", codex_block(name, command, args), "AGENTS.md"
+        )
     if agent == "generic":
+        command, args = _server_entry(root, not absolute)
         line = shlex.join([command, *args])
         snippet = f"{line}\n\n{_json({'command': command, 'args': args, 'transport': 'stdio'})}"
         return AgentConfig(agent, None, "none", snippet, "AGENTS.md")
     raise ConfigError(f"unknown agent {agent!r}", suggest="use one of: " + ", ".join(AGENTS))
 
 
+def claude_add_line(name: str, config: AgentConfig) -> str:
+    """The `claude mcp add` command that registers the same server from the terminal."""
+    entry = json.loads(config.snippet)["mcpServers"][name]
+    return shlex.join(
+        ["claude", "mcp", "add", "--scope", "project", name, "--", entry["command"], *entry["args"]]
+    )
+
+
 def _json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_config(agent: str, root: Path, name: str = "ragraf") -> tuple[Path, str]:
+def write_config(
+    agent: str, root: Path, name: str = "ragraf", absolute: bool = False, scope: str = "project"
+) -> tuple[Path, str]:
     """Merge the server into the agent's file, keeping every other server; (path, what was done)."""
-    config = agent_config(agent, root, name)
+    config = agent_config(agent, root, name, absolute, scope)
     if config.path is None:
         raise ConfigError(
             "the generic snippet has no file to write",
@@ -124,27 +189,46 @@ def write_config(agent: str, root: Path, name: str = "ragraf") -> tuple[Path, st
         )
     if agent == "codex":
         return config.path, _merge_toml(config.path, name, config.snippet)
-    key = "mcp" if agent == "opencode" else "mcpServers"
-    entry = json.loads(config.snippet)[key][name]
-    return config.path, _merge_json(config.path, key, name, entry, json.loads(config.snippet))
+    fresh = json.loads(config.snippet)
+    key = next(k for k in fresh if k != "$schema")
+    return config.path, _merge_json(config.path, key, name, fresh[key][name], fresh)
+
+
+_JSONC_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
+
+
+def loads_jsonc(text: str) -> Any:
+    """JSON with comments and trailing commas (JSONC, as opencode.jsonc and Zed's settings are)."""
+    return json.loads(_JSONC_TOKEN.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text))
 
 
 def _merge_json(path: Path, key: str, name: str, entry: dict[str, Any], fresh: dict[str, Any]) -> str:
     if not path.exists():
         _atomic_write(path, _json(fresh))
         return f"created with server {name!r}"
+    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"{path} is not plain JSON ({exc}); not touching it",
-            suggest="add the snippet by hand (comments are not preserved by an automatic merge)",
-        ) from None
+        data = json.loads(text)
+        commented = False
+    except ValueError:
+        try:
+            data = loads_jsonc(text)
+            commented = any(m.group(0).startswith("/") for m in _JSONC_TOKEN.finditer(text))
+        except ValueError as exc:
+            raise ConfigError(
+                f"{path} is neither JSON nor JSON with comments ({exc}); not touching it",
+                suggest="fix it, or add the snippet by hand",
+            ) from None
     if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
         raise ConfigError(f"{path}: {key!r} is not a JSON object; not touching it", suggest="fix it by hand")
     servers = data.setdefault(key, {})
     if servers.get(name) == entry:
         return f"already has server {name!r}; unchanged"
+    if commented:  # rewriting would drop the comments: the file is the user's
+        raise ConfigError(
+            f"{path} has comments, which an automatic merge would drop; not touching it",
+            suggest=f'add this under "{key}" by hand: "{name}": {json.dumps(entry)}',
+        )
     verb = "updated" if name in servers else "added"
     others = len([k for k in servers if k != name])
     servers[name] = entry

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ragraf.adapters.agent_setup import AGENT_GUIDE, AGENTS, agent_config, write_config
+from ragraf.adapters.agent_setup import AGENT_GUIDE, AGENTS, agent_config, claude_add_line, write_config
 from ragraf.errors import RagrafError
 
 _ROOT = click.option(
@@ -29,11 +29,15 @@ _LOG_LEVEL = click.option(
 )
 
 _WHERE = {
-    "claude": "Claude Code: .mcp.json at the project root (project scope)",
-    "cursor": "Cursor: .cursor/mcp.json in the project",
-    "opencode": 'opencode: opencode.json at the project root, "mcp" section',
-    "codex": "Codex: {path} — your user configuration, shared by every project",
-    "generic": "Any MCP client: start this command, speak MCP over its stdin/stdout",
+    "claude": "Claude Code: {path} (project scope; commit it)",
+    "cursor": "Cursor: {path} (project; Cursor expands ${{workspaceFolder}})",
+    "vscode": "VS Code (Copilot agent mode): {path} (workspace; VS Code expands ${{workspaceFolder}})",
+    "gemini": 'Gemini CLI: {path} (project settings, "mcpServers")',
+    "zed": 'Zed: {path} (project settings, "context_servers")',
+    "opencode": 'opencode: {path} at the project root, "mcp" section',
+    "codex": "Codex: {path}",
+    "windsurf": "Windsurf: {path} — your user configuration, shared by every project (Windsurf has no project file)",
+    "generic": "Any MCP client: start this command in the repository, speak MCP over its stdin/stdout",
 }
 
 
@@ -82,14 +86,35 @@ def mcp_cmd(root: Path, log_level: str) -> None:
 @click.option("--agent", type=click.Choice(AGENTS), required=True, help="The agent to configure.")
 @click.option("--write", is_flag=True, help="Merge into the agent's configuration file (other servers kept).")
 @click.option("--name", default="ragraf", show_default=True, help="The server's name in the configuration.")
+@click.option(
+    "--scope",
+    type=click.Choice(["project", "user"]),
+    default="project",
+    show_default=True,
+    help="codex: the project's .codex/config.toml, or your user-wide ~/.codex/config.toml.",
+)
+@click.option(
+    "--absolute",
+    is_flag=True,
+    help="This ragraf's absolute path and --root instead of `ragraf serve` from PATH (not for committed files).",
+)
 @_ROOT
 @click.option("--json", "as_json", is_flag=True, help="Print {agent, file, snippet, guide, written} as JSON.")
-def mcp_config_cmd(agent: str, write: bool, name: str, root: Path, as_json: bool) -> None:
-    """Print (or --write) the MCP configuration for an agent, and when to use which tool."""
-    config = _run("mcp-config", lambda: agent_config(agent, root, name))
+def mcp_config_cmd(
+    agent: str, write: bool, name: str, scope: str, absolute: bool, root: Path, as_json: bool
+) -> None:
+    """Print (or --write) the MCP configuration for an agent, and when to use which tool.
+
+    \b
+    Examples:
+      ragraf mcp-config --agent claude --write     # .mcp.json, portable: commit it
+      ragraf mcp-config --agent vscode --write     # .vscode/mcp.json
+      ragraf mcp-config --agent codex --scope user --name ragraf-myrepo --write
+    """
+    config = _run("mcp-config", lambda: agent_config(agent, root, name, absolute, scope))
     written = None
     if write:
-        path, what = _run("mcp-config", lambda: write_config(agent, root, name))
+        path, what = _run("mcp-config", lambda: write_config(agent, root, name, absolute, scope))
         written = f"{path}: {what}"
     if as_json:
         data = {
@@ -100,17 +125,24 @@ def mcp_config_cmd(agent: str, write: bool, name: str, root: Path, as_json: bool
             "guide_file": config.guide_file,
             "guide": AGENT_GUIDE,
             "written": written,
+            **({"command_line": claude_add_line(name, config)} if agent == "claude" else {}),
         }
         click.echo(json.dumps(data, ensure_ascii=False))
         return
     if written:
-        where = " (your user-wide Codex configuration)" if agent == "codex" else ""
+        where = " (your user-wide configuration)" if config.scope == "user" else ""
         click.echo(f"wrote {written}{where}")
     else:
         click.echo(f"# {_WHERE[agent].format(path=config.path)}")
         if config.path is not None:
             click.echo(f"# `ragraf mcp-config --agent {agent} --write` merges it into {config.path}")
         click.echo(config.snippet)
+    if agent == "claude":
+        click.echo(f"# or from the terminal:\n{claude_add_line(name, config)}\n")
+    if config.scope == "user":
+        click.echo(
+            f"# user-wide: give each repository its own --name (e.g. ragraf-{Path(root).resolve().name})\n"
+        )
     click.echo(f"# Add to {config.guide_file} so the agent knows when to use which tool:\n")
     click.echo(AGENT_GUIDE)
 
