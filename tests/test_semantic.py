@@ -96,19 +96,35 @@ def test_dead_embedder_at_query_time_answers_degraded_with_the_warning_first(
     fake.close()
     out = run_cli("search", "TCPConnector", "--root", str(sample), env={**env, "RAGRAF_EMBED_TIMEOUT_S": "2"})
     assert out.returncode == 0
-    assert (
-        out.stdout.splitlines()[0].startswith("WARNING: degraded:")
-        and "lexical" in out.stdout.splitlines()[0]
-    )
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("WARNING: degraded:") and "the static tier's vectors answered" in first, first
     assert "src/app/server.py" in out.stdout
     data = cli_json("search", "TCPConnector", "--root", str(sample), env=env)
-    assert data["capability"]["degraded"] and not data["capability"]["semantic"]
+    assert data["capability"]["degraded"] and data["capability"]["semantic"]  # the static tier stood in
     assert data["results"][0]["path"] == "src/app/server.py"
     reason = data["capability"]["reasons"][0]
     assert reason.count("RAGRAF_EMBEDDER=none") <= 1, reason  # the advice once, not twice
-    # Asked for vectors alone, it answers lexically as the warning says, not with nothing.
-    vector = cli_json("search", "TCPConnector", "--mode", "vector", "--root", str(sample), env=env)
-    assert vector["capability"]["degraded"] and vector["results"][0]["path"] == "src/app/server.py"
+    # Vectors alone come from the static tier: words no chunk holds still find their nearest.
+    vector = cli_json("search", "zebra giraffe elephant", "--mode", "vector", "--root", str(sample), env=env)
+    assert vector["capability"]["degraded"] and len(vector["results"]) == 5
+    assert (
+        cli_json("search", "zebra giraffe elephant", "--mode", "lexical", "--root", str(sample))["results"]
+        == []
+    )
+
+
+def test_dead_embedder_without_a_static_tier_answers_lexically(
+    sample: Path, fake: FakeServer, tmp_path: Path
+) -> None:
+    bad = tmp_path / "static.npz"
+    bad.write_bytes(b"not a table")
+    env = {**_openai_env(fake), "RAGRAF_STATIC_TABLE": str(bad), "RAGRAF_EMBED_TIMEOUT_S": "2"}
+    cli_json("index", "--root", str(sample), env=env)
+    fake.close()
+    data = cli_json("search", "TCPConnector", "--mode", "vector", "--root", str(sample), env=env)
+    cap = data["capability"]
+    assert cap["degraded"] and not cap["semantic"] and "lexical-only" in cap["reasons"][0]
+    assert data["results"][0]["path"] == "src/app/server.py"
 
 
 def test_a_query_vector_of_the_wrong_size_is_degraded_not_dropped(sample: Path, fake: FakeServer) -> None:

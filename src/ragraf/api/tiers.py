@@ -50,13 +50,29 @@ def vector_hits(
     the primary has not embedded yet (primary = (model, query vector, dim))."""
     model, vector, dim = primary
     best = Tier(tier_name(model), model, vector, dim, tiers.get(tier_name(model), 0.0))
-    fallback = None
-    static, embedder = static_model(rev), static_tier(settings)
-    if static and embedder is not None and best.coverage < 1.0 and tiers.get("static", 0.0) > 0:
-        try:
-            if embedder.model_id == static:
-                query_vector = embedder.embed_query(query).astype("float32")
-                fallback = Tier("static", static, query_vector.tobytes(), embedder.dim, tiers["static"])
-        except RagrafError:
-            fallback = None  # a damaged table: the transformer's vectors answer alone
+    fallback = _static_query_tier(settings, rev, query, tiers) if best.coverage < 1.0 else None
     return tiered_hits(store, rev.rev_no, best, fallback)
+
+
+def static_stand_in(
+    store: Store, settings: Settings, rev: Revision, query: str, tiers: dict[str, float]
+) -> Callable[[int], list[ChunkHit]] | None:
+    """The vector side from the static tier alone, for when the transformer cannot embed the query
+    (its endpoint down, its model damaged); None when the revision has no usable static tier."""
+    tier = _static_query_tier(settings, rev, query, tiers)
+    return tiered_hits(store, rev.rev_no, tier, None) if tier is not None else None
+
+
+def _static_query_tier(settings: Settings, rev: Revision, query: str, tiers: dict[str, float]) -> Tier | None:
+    """The revision's static tier with the query's vector under it; None without one, or when its
+    table is damaged (the transformer's vectors, or the lexical side, answer alone)."""
+    static, embedder = static_model(rev), static_tier(settings)
+    if not static or embedder is None or tiers.get("static", 0.0) <= 0:
+        return None
+    try:
+        if embedder.model_id != static:
+            return None
+        query_vector = embedder.embed_query(query).astype("float32")
+    except RagrafError:
+        return None
+    return Tier("static", static, query_vector.tobytes(), embedder.dim, tiers["static"])

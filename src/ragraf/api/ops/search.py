@@ -7,7 +7,7 @@ from typing import Any
 from ragraf.api.envelope import Envelope, SearchResult
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
-from ragraf.api.tiers import vector_hits
+from ragraf.api.tiers import static_stand_in, vector_hits
 from ragraf.errors import EmbedderError, RagrafError, UsageError
 from ragraf.languages import kind_of, language_of
 from ragraf.search.engine import run_search
@@ -132,13 +132,16 @@ class SearchOps(Guarded):
                     suggest="check which model the embedding endpoint serves, or run `ragraf index --full`",
                 )
         except RagrafError as exc:
+            # The transformer cannot embed the query: the static tier answers, if the index has one.
+            stand_in = static_stand_in(self.store(), self.settings, rev, query, cap.tiers)
             cap.degraded = True
-            cap.semantic = False
-            why = f"{exc.message}; search ran lexical-only"
+            cap.semantic = stand_in is not None
+            answered = "the static tier's vectors answered" if stand_in else "search ran lexical-only"
+            why = f"{exc.message}; {answered}"
             if exc.suggest and exc.suggest not in exc.message:
                 why += f" ({exc.suggest})"
             cap.reasons.insert(0, why)
-            return None
+            return stand_in
         # The transformer's vectors where it has embedded, the static tier's for the rest (api/tiers.py).
         primary = (model, query_vector.tobytes(), dim)
         return vector_hits(self.store(), self.settings, rev, query, primary, cap.tiers)
