@@ -372,6 +372,53 @@ def refs_cmd(
         return _finish(env, as_json, lambda e: render_facts(e, None, _again(_argv())))
 
 
+def _graph_text(env: Envelope) -> str:
+    from ragraf.api.graph_render import render_graph
+
+    return render_graph(env)
+
+
+@main.command("callees")
+@click.argument("name")
+@policy_option
+@common
+def callees_cmd(root: Path, as_json: bool, name: str, policy: str | None) -> int:
+    """What NAME calls: each call site with its line, resolved (exact, import, name) or unresolved."""
+    with Index.open(root) as idx:
+        return _finish(idx.callees(name, reindex_on_drift=policy), as_json, _graph_text)
+
+
+@main.command("callers")
+@click.argument("name")
+@click.option(
+    "--depth", type=int, default=1, show_default=True, help="Hops of callers to follow (at most 10)."
+)
+@click.option("--budget", type=int, default=200, show_default=True, help="At most this many definitions.")
+@policy_option
+@common
+def callers_cmd(root: Path, as_json: bool, name: str, depth: int, budget: int, policy: str | None) -> int:
+    """Who calls NAME, transitively to --depth, each with its distance and chain of calls."""
+    with Index.open(root) as idx:
+        env = idx.callers(name, depth=depth, budget=budget, reindex_on_drift=policy)
+        return _finish(env, as_json, _graph_text)
+
+
+@main.command("graph")
+@click.argument("name")
+@click.option("--depth", type=int, default=1, show_default=True, help="Hops to follow (at most 10).")
+@click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True)
+@click.option("--budget", type=int, default=200, show_default=True, help="At most this many definitions.")
+@policy_option
+@common
+def graph_cmd(
+    root: Path, as_json: bool, name: str, depth: int, direction: str, budget: int, policy: str | None
+) -> int:
+    """The definitions around NAME (callers: in, callees: out) with the edges between them."""
+    with Index.open(root) as idx:
+        env = idx.graph(name, depth=depth, direction=direction, budget=budget, reindex_on_drift=policy)
+        return _finish(env, as_json, _graph_text)
+
+
 @main.command("outline")
 @click.argument("path")
 @policy_option

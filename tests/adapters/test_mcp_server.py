@@ -29,6 +29,9 @@ ALL_TOOLS = [
     "changes",
     "reindex",
     "revisions",
+    "callees",
+    "callers",
+    "graph",
 ]
 
 # One good call per tool, and what its text must cite.
@@ -43,6 +46,9 @@ GOOD_CALLS: dict[str, tuple[dict[str, Any], str]] = {
     "changes": ({"from_rev": "rev-0001", "to_rev": "rev-0001"}, "rev-0001"),
     "reindex": ({}, "up to date at rev-0001"),
     "revisions": ({}, "rev-0001"),
+    "callees": ({"name": "TCPConnector.connect"}, "src/app/server.py:11"),
+    "callers": ({"name": "resolve_host", "depth": 2}, "src/app/server.py:10"),
+    "graph": ({"name": "TCPConnector.connect", "direction": "out"}, "src/app/server.py:14"),
 }
 
 

@@ -102,6 +102,10 @@ def render_envelope(env: Envelope, budget_bytes: int) -> str:
         text = render_search(env, budget_bytes, more=_tool_more("search"))
     elif op in ("def", "refs"):
         text = render_facts(env, budget_bytes, more=_tool_more(_TOOL_OF[op]))
+    elif op in ("callees", "callers", "graph", "impact", "related", "map"):
+        from ragraf.api.graph_render import render_graph
+
+        text = render_graph(env)
     elif op == "read":
         text = render_read(env, budget_bytes, more=_tool_more("read", "start_line"))
     elif op == "status" and env.results:

@@ -266,6 +266,86 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         ),
     ),
     ToolSpec(
+        "callees",
+        "What a definition calls",
+        "The call sites inside a definition, each as path:line with what it calls, resolved to the "
+        "project's definition where it can be and saying how (exact: same file or class; import: "
+        "through the imports; name: the only definition of that name) or unresolved (a call on a "
+        "value of unknown type, a library function). Use it to follow code downwards.",
+        {"name": {**_STRING, "maxLength": 500, "description": "A definition's name (Class.method narrows)."}},
+        ("name",),
+        "callees",
+        lambda idx, a, p: idx.callees(a["name"]),
+    ),
+    ToolSpec(
+        "callers",
+        "Who calls a definition, transitively",
+        "The definitions that call NAME (depth 1), their callers (depth 2) and so on, each as "
+        "path:line with its distance and the chain of calls that reaches it; calls are resolved, so a "
+        "list.reverse() is not a caller of the project's reverse. Use it before changing a function's "
+        "behaviour or signature.",
+        {
+            "name": {
+                **_STRING,
+                "maxLength": 500,
+                "description": "A definition's name (Class.method narrows).",
+            },
+            "depth": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 1000,
+                "default": 1,
+                "description": "Hops to follow (more than 10 is clamped).",
+            },
+            "budget": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 5000,
+                "default": 200,
+                "description": "At most this many definitions; the rest are counted.",
+            },
+        },
+        ("name",),
+        "callers",
+        lambda idx, a, p: idx.callers(a["name"], depth=a.get("depth", 1), budget=a.get("budget", 200)),
+    ),
+    ToolSpec(
+        "graph",
+        "The call graph around a definition",
+        "The definitions around NAME to a depth: its callers (direction in), its callees (out) or both, "
+        "each node as path:line with its distance and its edges (call, reference, import; with line).",
+        {
+            "name": {
+                **_STRING,
+                "maxLength": 500,
+                "description": "A definition's name (Class.method narrows).",
+            },
+            "depth": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 1000,
+                "default": 1,
+                "description": "Hops to follow (more than 10 is clamped).",
+            },
+            "direction": {"enum": ["in", "out", "both"], "default": "both"},
+            "budget": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 5000,
+                "default": 200,
+                "description": "At most this many definitions; the rest are counted.",
+            },
+        },
+        ("name",),
+        "graph",
+        lambda idx, a, p: idx.graph(
+            a["name"],
+            depth=a.get("depth", 1),
+            direction=a.get("direction", "both"),
+            budget=a.get("budget", 200),
+        ),
+    ),
+    ToolSpec(
         "outline",
         "Outline a file",
         "The definitions in one file (classes, functions, methods, headings) as a tree with line "

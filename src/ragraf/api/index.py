@@ -2,7 +2,8 @@
 envelope (DESIGN §4).
 
 `Index` holds no logic of its own: it composes the operations by concern (`ops/search.py`,
-`ops/facts.py`, `ops/read.py`, `ops/freshness.py`, `ops/health.py`, `ops/lifecycle.py`), the
+`ops/localize.py`,
+`ops/facts.py`, `ops/graph.py`, `ops/read.py`, `ops/freshness.py`, `ops/health.py`, `ops/lifecycle.py`), the
 work-tree views (`views.py`) and the guard every read starts with (`guarded.py`), all standing on
 `session.py`. A new operation goes in the `ops/` module of its concern, or a new one there.
 """
@@ -13,15 +14,28 @@ from ragraf.api.envelope import Envelope
 from ragraf.api.guarded import Guarded
 from ragraf.api.ops.facts import FactOps
 from ragraf.api.ops.freshness import FreshnessOps
+from ragraf.api.ops.graph import GraphOps
 from ragraf.api.ops.health import HealthOps
 from ragraf.api.ops.lifecycle import IndexRuns
+from ragraf.api.ops.localize import LocalizeOps
 from ragraf.api.ops.read import ReadOps
 from ragraf.api.ops.search import SearchOps
 from ragraf.api.views import WorkTreeViews
 from ragraf.errors import RagrafError
 
 
-class Index(SearchOps, FactOps, ReadOps, FreshnessOps, HealthOps, IndexRuns, WorkTreeViews, Guarded):
+class Index(
+    LocalizeOps,
+    SearchOps,
+    FactOps,
+    GraphOps,
+    ReadOps,
+    FreshnessOps,
+    HealthOps,
+    IndexRuns,
+    WorkTreeViews,
+    Guarded,
+):
     """A repository's index: `Index.open(root)`, then `.index()`, `.search()`, `.status()` …"""
 
 

@@ -1,0 +1,593 @@
+"""The code graph over a revision's facts: call sites resolved to definitions, callers, callees, traversal.
+
+Nothing here is stored: the edges are derived at query time from the definitions, references and
+imports the index holds, and from the text of each call's line (its receiver: `self.x()`,
+`mod.f()`, `pkg::f()`), which the facts do not record. Each resolved edge says how it was
+resolved, strongest first: `exact` (the same file, the same class, the same Go package),
+`import` (through the file's imports, following re-exports), `name` (the only definition of that
+name in the project that fits); a call that fits none is `unresolved`, never guessed, so a
+`list.reverse()` is not passed off as a call of the project's `reverse`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from ragraf.languages import is_test_path, language_of
+from ragraf.store import FactHit, Store
+
+from .lookup import ENTRY_STEMS
+
+MAX_DEPTH = 10  # a deeper ask is clamped: past ten hops a graph is the whole program
+DEFAULT_BUDGET = 200  # nodes of one traversal; what is cut is counted
+MAX_SITES = 20_000  # call sites of one name read for its callers
+MAX_CANDIDATES = 3  # definitions one call on an unknown receiver may mean and still count
+_REEXPORT_HOPS = 4
+_NODE_KINDS = frozenset(
+    {"function", "method", "class", "struct", "interface", "trait", "enum", "type", "module"}
+)
+_SELF = frozenset({"self", "cls", "this", "Self", "super"})
+_RUST_ROOTS = frozenset({"crate", "self", "super"})
+_IDENT = r"[A-Za-z_$][\w$]*"
+_SEP = r"(?:\?\.|\.|::|->)"
+_RECEIVER = re.compile(rf"({_IDENT}(?:\s*{_SEP}\s*{_IDENT})*)\s*{_SEP}\s*\Z")
+_ALIAS = re.compile(rf"({_IDENT}|\*)\s+as\s+({_IDENT})")
+_JS_DEFAULT = re.compile(rf"\bimport\s+({_IDENT})\s*(?:,|\bfrom\b)")
+_SOURCE_SUFFIXES = (
+    ".py", ".pyi", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".go", ".rs", ".java", ".kt",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Node:
+    """A definition in the graph (or a file, kind `module`, for code outside any definition)."""
+
+    name: str
+    kind: str
+    path: str
+    line: int
+    end_line: int
+    container: str | None = None
+    signature: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.path, self.line, self.name)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.container}.{self.name}" if self.container else self.name
+
+    @property
+    def is_test(self) -> bool:
+        return is_test_path(self.path)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name, "qualified": self.qualified, "kind": self.kind, "path": self.path,
+            "line": self.line, "end_line": self.end_line, "signature": self.signature,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One use of a name inside a definition, and what it resolved to."""
+
+    caller: Node
+    name: str
+    path: str
+    line: int
+    kind: str  # call | reference | import
+    receiver: str | None
+    how: str  # exact | import | name | unresolved
+    targets: tuple[Node, ...] = ()
+    why: str | None = None  # for an unresolved one: what was missing
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "name": self.name, "path": self.path, "line": self.line, "kind": self.kind,
+            "receiver": self.receiver, "how": self.how,
+            "targets": [t.to_dict() for t in self.targets],
+        }  # fmt: skip
+        if self.why:
+            out["why"] = self.why
+        return out
+
+
+@dataclass
+class Traversal:
+    """The nodes reached from the roots, with their distance, and the edges between them."""
+
+    roots: list[Node]
+    distance: dict[tuple[str, int, str], int] = field(default_factory=dict)
+    nodes: dict[tuple[str, int, str], Node] = field(default_factory=dict)
+    edges: list[tuple[Node, Node, CallSite]] = field(default_factory=list)
+    via: dict[tuple[str, int, str], tuple[Node, CallSite]] = field(default_factory=dict)
+    cut: int = 0  # nodes reached but left out by the budget
+    frontier: int = 0  # nodes at the depth limit whose further edges were not followed
+
+    def chain(self, node: Node) -> list[dict[str, object]]:
+        """The edges from a root to `node`, root first: why the node is in the answer."""
+        steps: list[dict[str, object]] = []
+        seen = set()
+        while node.key in self.via and node.key not in seen:
+            seen.add(node.key)
+            prev, site = self.via[node.key]
+            steps.append({
+                "from": prev.qualified, "to": node.qualified, "kind": site.kind, "how": site.how,
+                "path": site.path, "line": site.line, "direction": "in" if site.caller.key == node.key else "out",
+            })  # fmt: skip
+            node = prev
+        return steps[::-1]
+
+
+def node_of(hit: FactHit) -> Node:
+    return Node(
+        hit.name, hit.kind or "function", hit.path, hit.line, hit.end_line, hit.container, hit.signature
+    )
+
+
+class CodeGraph:
+    """Call resolution over one revision; files' facts and lines are read once per graph."""
+
+    def __init__(self, store: Store, rev_no: int, live: dict[str, str] | None = None) -> None:
+        self.store, self.rev_no = store, rev_no
+        self._defs: dict[str, list[FactHit]] = {}
+        self._imports: dict[str, list[FactHit]] = {}
+        self._lines: dict[str, dict[int, str]] = {}
+        self._named: dict[str, list[FactHit]] = {}
+        self._modules: dict[str, list[str]] | None = None
+        self._folders: dict[str, list[str]] | None = None
+        self._bindings: dict[str, dict[str, tuple[str, str | None]]] = {}
+        self._live = live or {}
+        self.reads = 0  # store lookups made: what the tests count instead of time
+
+    # --- what the revision holds, read once --------------------------------------------------
+
+    def defs_in(self, path: str) -> list[FactHit]:
+        if path not in self._defs:
+            self.reads += 1
+            hits = self.store.find_facts(self.rev_no, "def", path=path, limit=100_000)
+            self._defs[path] = [h for h in hits if h.kind != "heading"]
+        return self._defs[path]
+
+    def imports_in(self, path: str) -> list[FactHit]:
+        if path not in self._imports:
+            self.reads += 1
+            self._imports[path] = self.store.find_facts(self.rev_no, "import", path=path, limit=100_000)
+        return self._imports[path]
+
+    def defs_named(self, name: str) -> list[FactHit]:
+        if name not in self._named:
+            self.reads += 1
+            hits = self.store.find_facts(self.rev_no, "def", name=name, exact=True, limit=5000)
+            self._named[name] = [h for h in hits if h.kind in _NODE_KINDS]
+        return self._named[name]
+
+    def line(self, path: str, line: int) -> str:
+        if path not in self._lines:
+            if path in self._live:
+                self._lines[path] = dict(enumerate(self._live[path].split("\n"), start=1))
+            else:
+                self.reads += 1
+                lines: dict[int, str] = {}
+                for chunk in self.store.chunks_of(self.rev_no, path):
+                    for n, text in enumerate(chunk.text.split("\n"), start=chunk.start_line):
+                        lines.setdefault(n, text)
+                self._lines[path] = lines
+        return self._lines[path].get(line, "")
+
+    def _module_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Source files by module key (`pkg/api` for pkg/api.py, pkg/__init__.py, pkg/api/index.ts)
+        and by folder (a Go package is its folder)."""
+        if self._modules is None or self._folders is None:
+            self.reads += 1
+            modules: dict[str, list[str]] = {}
+            folders: dict[str, list[str]] = {}
+            for path, _ in self.store.manifest_hashes(self.rev_no):
+                if not path.endswith(_SOURCE_SUFFIXES):
+                    continue
+                modules.setdefault(module_key(path), []).append(path)
+                folders.setdefault(path.rpartition("/")[0], []).append(path)
+            self._modules, self._folders = modules, folders
+        return self._modules, self._folders
+
+    # --- nodes ------------------------------------------------------------------------------
+
+    def enclosing(self, path: str, container: str | None, line: int) -> Node:
+        """The definition a use sits in (by its container's qualified name), else the file."""
+        if container:
+            best = None
+            for d in self.defs_in(path):
+                if (
+                    d.start_line <= line <= d.end_line
+                    and _qualified(d) == container
+                    and d.kind in _NODE_KINDS
+                ) and (best is None or d.start_line >= best.start_line):
+                    best = d
+            if best is not None:
+                return node_of(best)
+        return file_node(path)
+
+    # --- resolution -------------------------------------------------------------------------
+
+    def resolve(self, hit: FactHit) -> CallSite:
+        """What the call or reference `hit` (a ref fact) means, and how sure that is."""
+        caller = self.enclosing(hit.path, hit.container, hit.line)
+        receiver = receiver_of(self.line(hit.path, hit.line), hit.name)
+        kind = "call" if hit.is_call else "reference"
+
+        def site(how: str, targets: list[FactHit] | list[Node], why: str | None = None) -> CallSite:
+            nodes = tuple(t if isinstance(t, Node) else node_of(t) for t in targets)
+            return CallSite(caller, hit.name, hit.path, hit.line, kind, receiver, how, nodes, why)
+
+        if receiver is None:
+            return self._bare(hit, caller, site)
+        parts = [p for p in re.split(_SEP, receiver) if p.strip()]
+        head = parts[0].strip()
+        if len(parts) == 1 and head in _SELF:
+            return self._on_self(hit, caller, head, site)
+        bindings = self.bindings(hit.path)
+        if head in bindings or (head in _RUST_ROOTS and language_of(hit.path) == "rust"):
+            module, name = bindings.get(head, (head, None))
+            rest = [p.strip() for p in parts[1:]]
+            files = self.module_files(module, hit.path, [name, *rest] if name else rest)
+            if files:
+                found = self._in_files(files, hit.name, set())
+                if found:
+                    return site("import", found)
+                # `Client.new()` where Client is imported: a method of the imported type
+                found = [d for f in files for d in self.defs_in(f) if d.name == hit.name]
+                if found:
+                    return site("import", found[:MAX_CANDIDATES])
+            if not files and name is None:
+                return site("unresolved", [], f"{head} is imported from {module}, outside the index")
+        # A type of the project named as the receiver: a static call (`Foo.bar()`, `Foo::new()`).
+        owned = [
+            d
+            for d in self.defs_named(hit.name)
+            if (d.container or "").rsplit(".", 1)[-1] == parts[-1].strip()
+        ]
+        if owned:
+            return site("exact" if any(d.path == hit.path for d in owned) else "name", owned[:MAX_CANDIDATES])
+        return self._by_name(hit, site, methods_only=True, why=f"called on {receiver}: its type is not known")
+
+    def _bare(self, hit: FactHit, caller: Node, site) -> CallSite:  # type: ignore[no-untyped-def]
+        here = [d for d in self.defs_in(hit.path) if d.name == hit.name and d.kind in _NODE_KINDS]
+        if here:
+            # the one in the caller's own class first (a Java call of a sibling method), then top level
+            top = [d for d in here if d.container in (None, caller.container, caller.qualified)]
+            return site("exact", (top or here)[:MAX_CANDIDATES])
+        bindings = self.bindings(hit.path)
+        if hit.name in bindings:
+            module, name = bindings[hit.name]
+            files = self.module_files(module, hit.path, [])
+            if files:
+                found = self._in_files(files, name or hit.name, set())
+                if found:
+                    return site("import", found)
+                if name is None:  # the module itself, called (`import x; x()`) or a default export
+                    return site("import", [file_node(files[0])])
+            if not files:
+                return site("unresolved", [], f"imported from {module}, outside the index")
+        if language_of(hit.path) == "go":
+            folder = hit.path.rpartition("/")[0]
+            _, folders = self._module_index()
+            same = [
+                d for f in folders.get(folder, []) if f != hit.path for d in self.defs_in(f)
+                if d.name == hit.name and d.kind in _NODE_KINDS and d.container is None
+            ]  # fmt: skip
+            if same:
+                return site("exact", same[:MAX_CANDIDATES])
+        return self._by_name(hit, site, methods_only=False, why="not defined in this file nor imported")
+
+    def _on_self(self, hit: FactHit, caller: Node, head: str, site) -> CallSite:  # type: ignore[no-untyped-def]
+        cls = _class_of(caller)
+        here = [d for d in self.defs_in(hit.path) if d.name == hit.name and d.container is not None]
+        mine = [d for d in here if cls and (d.container == cls or d.container.endswith("." + cls))]
+        if mine:
+            return site("exact", mine[:MAX_CANDIDATES])
+        if here:
+            return site("exact", here[:MAX_CANDIDATES])
+        return self._by_name(hit, site, methods_only=True, why=f"not a method of {cls or head} in this file")
+
+    def _by_name(self, hit: FactHit, site, methods_only: bool, why: str) -> CallSite:  # type: ignore[no-untyped-def]
+        """The project's only definition(s) of the name that fit: a method for a call on an object."""
+        found = self.defs_named(hit.name)
+        if methods_only:
+            found = [d for d in found if d.container is not None and d.kind in ("method", "function")]
+        else:
+            found = [d for d in found if d.container is None]
+        if 0 < len(found) <= (MAX_CANDIDATES if methods_only else 1):
+            return site("name", found)
+        if found:
+            why = f"{why}; {len(found)} definitions of {hit.name} fit"
+        return site("unresolved", [], why)
+
+    def _in_files(self, files: list[str], name: str, seen: set[str]) -> list[FactHit]:
+        """Definitions of `name` at top level in the files, following re-exports (`from .api import get`)."""
+        found = [d for f in files for d in self.defs_in(f) if d.name == name and d.container is None]
+        if found or len(seen) >= _REEXPORT_HOPS:
+            return found[:MAX_CANDIDATES]
+        for f in files:
+            if f in seen:
+                continue
+            seen.add(f)
+            binding = self.bindings(f).get(name)
+            if binding is None:
+                star = [i for i in self.imports_in(f) if (i.name or "") == "*"]
+                for imp in star:
+                    nested = self.module_files(imp.signature or "", f, [])
+                    hit = self._in_files(nested, name, seen)
+                    if hit:
+                        return hit
+                continue
+            module, imported = binding
+            nested = self.module_files(module, f, [])
+            if nested:
+                hit = self._in_files(nested, imported or name, seen)
+                if hit:
+                    return hit
+        return []
+
+    def bindings(self, path: str) -> dict[str, tuple[str, str | None]]:
+        """The names a file's imports bind: local name → (module, imported name or None for the module)."""
+        if path in self._bindings:
+            return self._bindings[path]
+        out: dict[str, tuple[str, str | None]] = {}
+        lang = language_of(path)
+        for imp in self.imports_in(path):
+            module, name = imp.signature or "", imp.name
+            text = self.line(path, imp.line)
+            aliases = {a: b for a, b in _ALIAS.findall(text)}
+            if lang == "go":
+                # the name of a Go import is its alias; else the last part of its path
+                out[name or module.rsplit("/", 1)[-1]] = (module, None)
+                continue
+            if name and name != "*":
+                out[aliases.get(name, name)] = (module, name)
+                continue
+            if "*" in aliases:
+                out[aliases["*"]] = (module, None)
+                continue
+            default = _JS_DEFAULT.search(text) if lang in ("javascript", "typescript", "tsx") else None
+            if default:
+                out[default.group(1)] = (module, None)
+                continue
+            alias = next((b for a, b in aliases.items() if module.endswith(a)), None)
+            if alias:
+                out[alias] = (module, None)
+            elif lang == "python":
+                out.setdefault(module.split(".", 1)[0].lstrip("."), (module.split(".", 1)[0], None))
+                out.setdefault(module, (module, None))
+            else:
+                out.setdefault(re.split(r"[./:\\]+", module.rstrip("/"))[-1], (module, None))
+        self._bindings[path] = out
+        return out
+
+    def module_files(self, module: str, importer: str, rest: list[str]) -> list[str]:
+        """The project's files a module names, seen from `importer`; [] for one outside the index.
+        `rest` are the parts used after the binding (`pkg.sub.f` → ["sub"]), tried as submodules."""
+        modules, folders = self._module_index()
+        lang = language_of(importer)
+        keys = _module_keys(module, importer, lang)
+        for extra in _prefixes(rest):
+            for key in keys:
+                key = "/".join(p for p in [key, *extra] if p)
+                if lang == "go":
+                    hit = _suffix_match(folders, key)
+                else:
+                    hit = modules.get(key) or _suffix_match(modules, key)
+                if hit:
+                    return hit
+        return []
+
+    # --- the edges of one node ----------------------------------------------------------------
+
+    def callees(self, node: Node, calls_only: bool = True) -> list[CallSite]:
+        """What a definition calls (or uses), in line order, each site resolved."""
+        refs = self.store.find_facts(self.rev_no, "ref", path=node.path, limit=100_000)
+        self.reads += 1
+        qual = node.qualified
+        inside = [
+            r for r in refs
+            if _within(node, r) and (node.kind == "module" or r.container == qual or (r.container or "").startswith(qual + "."))
+        ]  # fmt: skip
+        if calls_only:
+            inside = [r for r in inside if r.is_call]
+        return [self.resolve(r) for r in sorted(inside, key=lambda r: (r.line, r.name))]
+
+    def callers(self, node: Node, calls_only: bool = True) -> list[CallSite]:
+        """The uses of a definition elsewhere that resolve to it."""
+        if node.kind == "module":
+            return self.importers(node)
+        self.reads += 1
+        refs = self.store.find_facts(self.rev_no, "ref", name=node.name, exact=True, limit=MAX_SITES)
+        if calls_only:
+            refs = [r for r in refs if r.is_call]
+        out = []
+        for r in refs:
+            site = self.resolve(r)
+            if any(t.key == node.key for t in site.targets) and site.caller.key != node.key:
+                out.append(site)
+        return out + self.importers(node)
+
+    def importers(self, node: Node) -> list[CallSite]:
+        """The files that import the definition (or the module) by name: an agent's callers too."""
+        name = node.name if node.kind != "module" else PurePosixPath(node.path).stem
+        self.reads += 1
+        out = []
+        for imp in self.store.find_facts(self.rev_no, "import", name=name, exact=True, limit=MAX_SITES):
+            if imp.path == node.path:
+                continue
+            files = self.module_files(imp.signature or "", imp.path, [])
+            if not files:
+                continue
+            if node.kind == "module":
+                hit = node.path in files or any(
+                    node.path.startswith(f.rpartition("/")[0] + "/") for f in files
+                )
+                hit = hit and PurePosixPath(node.path).stem == name
+            else:
+                hit = any(
+                    t.path == node.path and t.line == node.line for t in self._in_files(files, name, set())
+                )
+            if hit:
+                caller = file_node(imp.path)
+                out.append(CallSite(caller, name, imp.path, imp.line, "import", None, "import", (node,)))
+        return out
+
+
+def _within(node: Node, r: FactHit) -> bool:
+    return (
+        node.kind == "module"
+        or node.line <= r.line <= node.end_line
+        or (r.container is not None and r.container.startswith(node.qualified))
+    )
+
+
+def _qualified(d: FactHit) -> str:
+    return f"{d.container}.{d.name}" if d.container else d.name
+
+
+def _class_of(caller: Node) -> str | None:
+    """The class a method sits in (its container), or the class itself."""
+    if caller.kind in ("class", "struct", "interface", "trait", "enum"):
+        return caller.name
+    return caller.container.rsplit(".", 1)[-1] if caller.container else None
+
+
+def file_node(path: str) -> Node:
+    """The file as a node: for uses outside every definition (module level, a test file's imports)."""
+    return Node(PurePosixPath(path).name, "module", path, 1, 1, None, None)
+
+
+def receiver_of(text: str, name: str) -> str | None:
+    """What `name` is called on at its first call on the line (`self`, `os.path`, `Foo`), or None for
+    a bare call; `<expr>` when it is called on an expression (`foo().name()`)."""
+    best = None
+    for m in re.finditer(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text):
+        after = text[m.end() :].lstrip()
+        prefix = text[: m.start()]
+        if best is None or after[:1] in ("(", "<", "!", "{"):
+            best = prefix
+            if after[:1] in ("(", "<", "!", "{"):
+                break
+    if best is None:
+        return None
+    stripped = best.rstrip()
+    if not re.search(rf"{_SEP}\Z", stripped):
+        return None
+    found = _RECEIVER.search(stripped)
+    if found is None:
+        return "<expr>"
+    return re.sub(r"\s+", "", found.group(1))
+
+
+def module_key(path: str) -> str:
+    """The module a file is: `pkg/api` for pkg/api.py, pkg for pkg/__init__.py or pkg/index.ts."""
+    stem = path
+    for suffix in (".d.ts", *_SOURCE_SUFFIXES):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    folder, _, name = stem.rpartition("/")
+    return folder if name in ENTRY_STEMS and folder else stem
+
+
+def _module_keys(module: str, importer: str, lang: str) -> list[str]:
+    """The module keys a module string may mean from `importer`."""
+    here = importer.rpartition("/")[0]
+    if lang == "python" and module.startswith("."):
+        dots = len(module) - len(module.lstrip("."))
+        base = here.split("/") if here else []
+        base = base[: len(base) - (dots - 1)] if dots > 1 else base
+        rest = [p for p in module[dots:].split(".") if p]
+        return ["/".join(base + rest)]
+    if module.startswith(("./", "../")) or module in (".", ".."):
+        parts = [p for p in here.split("/") if p]
+        for p in module.split("/"):
+            if p == "..":
+                parts = parts[:-1]
+            elif p not in (".", ""):
+                parts.append(p)
+        key = "/".join(parts)
+        return [module_key(key), key]
+    if lang == "rust":
+        parts = [p for p in module.split("::") if p]
+        if parts and parts[0] in _RUST_ROOTS:
+            base = here.split("/") if here else []
+            if parts[0] == "crate":
+                base = base[: base.index("src") + 1] if "src" in base else []
+            elif parts[0] == "super":
+                base = base[:-1]
+            rest = parts[1:]
+            return ["/".join(base + rest[: i + 1]) for i in reversed(range(len(rest)))] + ["/".join(base)]
+        return ["/".join(parts[: i + 1]) for i in reversed(range(len(parts)))]
+    if lang in ("java", "kotlin"):
+        parts = module.split(".")
+        return ["/".join(parts), "/".join(parts[:-1])]
+    key = "/".join(p for p in re.split(r"[./:\\]+", module.lstrip("@~/")) if p)
+    return [key] if lang == "go" else [key, module.replace(".", "/")]
+
+
+def _prefixes(rest: list[str]) -> list[list[str]]:
+    """The submodule parts to try, longest first, then none."""
+    return [rest[:i] for i in range(min(len(rest), 3), -1, -1)]
+
+
+def _suffix_match(index: dict[str, list[str]], key: str) -> list[str]:
+    """The files of the one module whose key ends with `key` at a folder boundary (src/ layouts,
+    Go's module paths), the shortest when several do."""
+    if not key:
+        return []
+    tail = key.rsplit("/", 1)[-1]
+    found = [k for k in index if k.endswith("/" + key) or (k == key)] if tail else []
+    if not found:
+        # a Go import path names the module first: the folder is its tail
+        parts = key.split("/")
+        for i in range(1, len(parts)):
+            sub = "/".join(parts[i:])
+            if sub in index:
+                return index[sub]
+        return []
+    return index[min(found, key=len)]
+
+
+def traverse(
+    graph: CodeGraph, roots: list[Node], direction: str, depth: int, budget: int, calls_only: bool = True
+) -> Traversal:
+    """Breadth first from the roots, `in` (callers), `out` (callees) or `both`; each node once, so
+    recursion and cycles end; at most `budget` nodes, the rest counted in `cut`."""
+    t = Traversal(roots=roots)
+    queue: deque[Node] = deque()
+    for r in roots:
+        t.nodes[r.key], t.distance[r.key] = r, 0
+        queue.append(r)
+    cut_keys: set[tuple[str, int, str]] = set()
+    while queue:
+        node = queue.popleft()
+        d = t.distance[node.key]
+        if d >= depth:
+            t.frontier += 1
+            continue
+        steps: list[tuple[Node, Node, CallSite]] = []
+        if direction in ("in", "both"):
+            steps += [(s.caller, node, s) for s in graph.callers(node, calls_only)]
+        if direction in ("out", "both"):
+            steps += [(node, target, s) for s in graph.callees(node, calls_only) for target in s.targets]
+        for src, dst, site in steps:
+            other = src if dst.key == node.key else dst
+            if other.key not in t.nodes:
+                if len(t.nodes) >= budget:
+                    cut_keys.add(other.key)
+                    continue
+                t.nodes[other.key], t.distance[other.key] = other, d + 1
+                t.via[other.key] = (node, site)
+                queue.append(other)
+            t.edges.append((src, dst, site))
+    t.cut = len(cut_keys)
+    return t
