@@ -238,3 +238,33 @@ async def test_the_mcp_tool_and_the_http_route_answer_as_the_library_does(shop: 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_frames_in_vendored_code_rank_after_the_projects_own(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    write(root, {
+        "lib/models.py": "from lib.packages.wire.response import stream\n\n\ndef content(r):\n    return b''.join(stream(r))\n",
+        "lib/packages/wire/response.py": "def stream(r):\n    while True:\n        yield r.read()\n",
+    })  # fmt: skip
+    Index.open(root, embedder="none").index()
+    report = (
+        "socket error not wrapped\n\nTraceback (most recent call last):\n"
+        '  File "/site-packages/lib/models.py", line 5, in content\n'
+        '  File "/site-packages/lib/packages/wire/response.py", line 3, in stream\n'
+        "socket.error: [Errno 104] Connection reset by peer\n"
+    )
+    env = Index.open(root, embedder="none").localize(report, k=2)
+    assert [r["path"] for r in env.results] == ["lib/models.py", "lib/packages/wire/response.py"]
+
+
+def test_search_of_a_pasted_report_cites_the_files_localize_ranks(shop: Path) -> None:
+    idx = Index.open(shop, embedder="none")
+    files = [r["path"] for r in idx.localize(TRACEBACK_REPORT, k=4).results]
+    env = idx.search(TRACEBACK_REPORT, k=4)  # hybrid, as agents call it: lexical here (embedder none)
+    assert [r.path for r in env.results] == files
+    assert any("read as an issue report" in n for n in env.notes)
+    first = env.results[0]
+    assert first.start_line <= 9 <= first.end_line and "already registered" in first.snippet
+    assert [r.path for r in idx.search(TRACEBACK_REPORT, k=2).results] == files[:2]
+    short = idx.search("register blueprint", k=4)
+    assert not any("read as an issue report" in n for n in short.notes)

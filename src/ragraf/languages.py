@@ -155,6 +155,21 @@ def is_example_path(path: str) -> bool:
     return any(part.lstrip("_.").lower() in _EXAMPLE_DIRS for part in _parts(path)[:-1])
 
 
+# Folders of third-party code a project carries inside itself (requests' `packages/urllib3`, pip's
+# `_vendor/`): a fix rarely lands there. `packages/` counts only below a package's own folder,
+# since a monorepo's top-level `packages/` holds its own code.
+_VENDOR_DIRS = frozenset(
+    {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party", "extern"}
+)
+
+
+@functools.lru_cache(maxsize=65_536)
+def is_vendored_path(path: str) -> bool:
+    """True when a folder of the path holds third-party code the project carries (segment-exact)."""
+    folders = [part.lower() for part in _parts(path)[:-1]]
+    return any(part in _VENDOR_DIRS for part in folders) or "packages" in folders[1:]
+
+
 _WINDOWS_WORDS = frozenset({"win", "win32", "win64", "windows"})
 
 

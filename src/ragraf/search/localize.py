@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ragraf.languages import is_example_path, kind_of
-from ragraf.search.engine import CANDIDATES, run_search
-from ragraf.search.rank import asks_about_tests
-from ragraf.search.report import Report
+from ragraf.languages import is_example_path, is_vendored_path, kind_of
+from ragraf.search.engine import CANDIDATES, SearchOutcome, run_search
+from ragraf.search.rank import Candidate, asks_about_tests
+from ragraf.search.report import Report, parse_report
 from ragraf.store import ChunkHit, Store
 from ragraf.tokens import query_terms
 
@@ -37,6 +37,7 @@ MAX_LITERAL_FILES = 15
 # come along with it, rarely alone.
 KIND_FACTOR = {"code": 1.0, "test": 0.45, "doc": 0.3, "config": 0.35}
 EXAMPLE_FACTOR = 0.5
+VENDORED_FACTOR = 0.5
 CHUNKS_PER_FILE = 2
 
 
@@ -109,11 +110,29 @@ def localize(
             factor = max(factor, 0.8)  # the report itself names this file
         if is_example_path(answer.path):
             factor *= EXAMPLE_FACTOR
+        if is_vendored_path(answer.path) and "path" not in answer.channels:
+            factor *= VENDORED_FACTOR
         answer.score *= factor
     ranked = sorted(answers.values(), key=lambda a: (-a.score, a.path))[:k]
     _fill_chunks(store, rev_no, ranked, report)
     missing_all = list(dict.fromkeys(missing + missing_named))
     return LocalizeOutcome(ranked, notes, missing_all)
+
+
+def search_report(
+    store: Store,
+    rev_no: int,
+    query: str,
+    k: int,
+    vector_hits: Callable[[int], list[ChunkHit]] | None = None,
+    offset: int = 0,
+    keep: Callable[[str], bool] | None = None,
+) -> SearchOutcome:
+    """`search` of a pasted report: the files localize ranks, each cited by its best chunk."""
+    outcome = localize(store, rev_no, parse_report(query), offset + k, vector_hits, keep)
+    hits = [Candidate(a.chunks[0], a.score) for a in outcome.files if a.chunks]
+    note = "read as an issue report: files ranked as `localize` ranks them (it also gives the evidence)"
+    return SearchOutcome(hits[offset : offset + k], [note, *outcome.notes], len(hits))
 
 
 class PathResolver:
@@ -165,6 +184,7 @@ def _traceback_channel(report: Report, resolver: PathResolver) -> tuple[list, li
     """Frames whose files the revision holds, innermost first (the error is raised there; the fix is
     often there or a frame or two out); frames of the user's own script or of other packages drop out."""
     ranked = []
+    vendored = []  # frames in third-party code the project carries: after its own frames
     missing: list[str] = []
     seen: set[str] = set()
     for frame in reversed(report.frames):
@@ -178,9 +198,9 @@ def _traceback_channel(report: Report, resolver: PathResolver) -> tuple[list, li
             continue
         seen.add(path)
         where = f" in {frame.function}" if frame.function else ""
-        ranked.append((path, {"channel": "traceback", "line": frame.line,
+        (vendored if is_vendored_path(path) else ranked).append((path, {"channel": "traceback", "line": frame.line,
                               "detail": f"named in the traceback (line {frame.line}{where})"}, None))  # fmt: skip
-    return ranked, [] if ranked else missing[:5]
+    return ranked + vendored, [] if ranked or vendored else missing[:5]
 
 
 def _path_channel(report: Report, resolver: PathResolver) -> tuple[list, list[str]]:  # type: ignore[type-arg]
