@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ragraf.languages import is_example_path, is_vendored_path, kind_of
 from ragraf.search.engine import CANDIDATES, SearchOutcome, run_search
 from ragraf.search.rank import Candidate, asks_about_tests
-from ragraf.search.report import Report, parse_report
+from ragraf.search.report import Report
 from ragraf.store import ChunkHit, Store
 from ragraf.tokens import query_terms
 
@@ -122,14 +122,14 @@ def localize(
 def search_report(
     store: Store,
     rev_no: int,
-    query: str,
+    report: Report,
     k: int,
     vector_hits: Callable[[int], list[ChunkHit]] | None = None,
     offset: int = 0,
     keep: Callable[[str], bool] | None = None,
 ) -> SearchOutcome:
     """`search` of a pasted report: the files localize ranks, each cited by its best chunk."""
-    outcome = localize(store, rev_no, parse_report(query), offset + k, vector_hits, keep)
+    outcome = localize(store, rev_no, report, offset + k, vector_hits, keep)
     hits = [Candidate(a.chunks[0], a.score) for a in outcome.files if a.chunks]
     note = "read as an issue report: files ranked as `localize` ranks them (it also gives the evidence)"
     return SearchOutcome(hits[offset : offset + k], [note, *outcome.notes], len(hits))

@@ -65,6 +65,12 @@ class Report:
     def is_empty(self) -> bool:
         return not self.text.strip()
 
+    @property
+    def meaning_text(self) -> str:
+        """What the embedder reads of the report: its prose (a traceback or code block says little
+        about meaning, and costs a query's embedding three times as long)."""
+        return self.prose.strip()[:4000] or self.text[:4000]
+
 
 def looks_like_report(text: str) -> bool:
     """A pasted report rather than a question: several lines, or long, or holding a traceback."""

@@ -48,7 +48,7 @@ class LocalizeOps(SearchOps):
         if k == 0:
             env.notes.append("k=0: no results asked for; the envelope still reports freshness")
             return env
-        vector_hits = self._vector_side(rev, report.prose[:4000] or report.text[:4000], "hybrid", env)
+        vector_hits = self._vector_side(rev, report.meaning_text, "hybrid", env)
         outcome = localize(
             self.store(), rev.rev_no, report, k, vector_hits=vector_hits, keep=keep.keep if keep else None
         )
