@@ -121,6 +121,8 @@ def redact(text: str) -> tuple[str, int]:
             at = m.start()
             if at and (m.string[at - 1].isalnum() or m.string[at - 1] == "_") and kind != "password-in-url":
                 return m.group(0)  # glued to a word: part of an identifier, not a token
+            if kind == "password-in-url" and m.group("t").isalpha() and m.group("t").islower():
+                return m.group(0)  # a word (user:password@host): the example in docs and tests
             count += 1
             return _replaced(m, "t", kind)
 
