@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ragraf.config import Settings
 from ragraf.corpus.extract import decode, looks_binary
 from ragraf.corpus.rules import excluded_reason
 from ragraf.corpus.secrets import REDACTED, opens_with_private_key, redact
 from reliability.common import REPO, STDLIB, save_result
 
+MAX_LINE_CHARS = Settings.__dataclass_fields__["max_line_chars"].default
 DEFAULT_CORPORA = [STDLIB, *sorted(p for p in (REPO / "benchmarks" / "data").glob("[!.]*") if p.is_dir())]
 
 
@@ -56,6 +58,8 @@ def measure(corpora: list[Path]) -> dict[str, Any]:
             if opens_with_private_key(text):
                 key_files += 1
                 continue
+            if max((len(line) for line in text.split("\n")), default=0) > MAX_LINE_CHARS:
+                continue  # extraction refuses it as minified before redaction would run
             out, n = redact(text)
             redact_s += time.process_time() - t1
             decode_s += t1 - t0

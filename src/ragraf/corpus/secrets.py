@@ -62,8 +62,8 @@ _FORMATS = [(kind, literals, re.compile(pattern)) for kind, literals, pattern in
 _ASSIGN_WORDS = ("secret", "token", "passw", "pwd", "api_key", "apikey", "api-key", "access_key",
                  "accesskey", "private_key", "auth_key", "credential")  # fmt: skip
 _SECRET_NAME = (
-    r"[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|api[_\-]?key|access[_\-]?key|private[_\-]?key|"
-    r"auth[_\-]?key|credentials?)[A-Za-z0-9_]*"
+    r"[A-Za-z0-9_.\-]{0,64}(?:secret|token|passw(?:or)?d|pwd|api[_\-]?key|access[_\-]?key|private[_\-]?key|"
+    r"auth[_\-]?key|credentials?)[A-Za-z0-9_]{0,64}"
 )
 _ASSIGNED = re.compile(
     r"(?i:" + _SECRET_NAME + r")['\"]?\s*(?::=|=>|[:=])\s*"
