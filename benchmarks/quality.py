@@ -257,11 +257,13 @@ def evaluate(
     full: bool = True,
     repeat: int = 3,
     clock: Callable[[], float] = time.perf_counter,
+    embed: bool = True,
 ) -> CorpusRun:
-    """Index the corpus, then run every query in every mode and score it."""
+    """Index the corpus, then run every query in every mode and score it (embed=False: the index
+    run embeds nothing more, so the vectors stay as a --transformer-share build left them)."""
     run = CorpusRun(corpus.name)
     t0 = clock()
-    report = idx.index(full=full, quiet=True)
+    report = idx.index(full=full, quiet=True, **({} if embed else {"lexical_only": True}))
     wall = clock() - t0
     info = report.to_dict() if hasattr(report, "to_dict") else dict(report)
     run.index = {
@@ -310,7 +312,12 @@ def evaluate(
 
 
 def open_index(
-    root: Path, name: str, embedder: str | None, home_dir: Path = HOMES_DIR, fresh: bool = False
+    root: Path,
+    name: str,
+    embedder: str | None,
+    home_dir: Path = HOMES_DIR,
+    fresh: bool = False,
+    **settings: object,
 ) -> IndexLike:
     """ragraf.Index for root with its own home under benchmarks/data/.homes/<name>-<embedder>.
 
@@ -323,10 +330,27 @@ def open_index(
     if fresh and home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
-    overrides: dict[str, object] = {"home": str(home)}
+    overrides: dict[str, object] = {"home": str(home), **settings}
     if embedder:
         overrides["embedder"] = embedder
     return Index.open(root, **overrides)
+
+
+def partial_build(corpus: Corpus, embedder: str | None, home_dir: Path, share: float) -> None:
+    """A cold index of the corpus whose transformer tier covers `share` of its chunks: one run
+    embedding a single chunk tells the count, a second embeds up to the share."""
+    idx = open_index(corpus.root, corpus.name, embedder, home_dir, fresh=True, embed_max_chunks=1)
+    try:
+        report = idx.index(full=True, quiet=True).to_dict()
+    finally:
+        idx.close()
+    budget = round(share * (_count(report.get("chunks")) or 0)) - 1
+    if budget > 0:
+        idx = open_index(corpus.root, corpus.name, embedder, home_dir, embed_max_chunks=budget)
+        try:
+            idx.index(quiet=True)
+        finally:
+            idx.close()
 
 
 def _rows(
@@ -500,6 +524,13 @@ def main(argv: list[str] | None = None) -> int:
         help="mcp: every search through `ragraf serve` with the tool's default top_k, scored on the "
         "citations of the text the agent reads (within the byte budget)",
     )
+    ap.add_argument(
+        "--transformer-share",
+        type=float,
+        default=None,
+        help="build each index with the static tier complete and the transformer tier stopped at this "
+        "share of the chunks (embed_max_chunks: the most valuable first), then score it",
+    )
     ap.add_argument("--json", action="store_true", help="print the JSON summary on stdout (tables on stderr)")
     ap.add_argument("--out", type=Path, help="also write the JSON summary to this file")
     ap.add_argument("--verbose", "-v", action="store_true", help="per-query detail of imperfect queries")
@@ -545,11 +576,15 @@ def main(argv: list[str] | None = None) -> int:
         if found and args.widen_stale_spans:
             corpus = widen(corpus, found)
         print(f"... {corpus.name}: indexing {corpus.root}", file=sys.stderr, flush=True)
-        idx = open_index(corpus.root, corpus.name, args.embedder, args.homes, fresh=not args.incremental)
+        share = args.transformer_share
+        if share is not None and not args.incremental:  # --incremental: score the partial build as it is
+            partial_build(corpus, args.embedder, args.homes, share)
+        fresh = not args.incremental and share is None
+        idx = open_index(corpus.root, corpus.name, args.embedder, args.homes, fresh=fresh)
         if args.via == "mcp":
             idx = McpIndex(idx)
         try:
-            runs.append(evaluate(idx, corpus, modes, full=not args.incremental, repeat=args.repeat))
+            runs.append(evaluate(idx, corpus, modes, full=fresh, repeat=args.repeat, embed=share is None))
         finally:
             idx.close()
     summary = summarize(runs, modes)
