@@ -419,6 +419,44 @@ def graph_cmd(
         return _finish(env, as_json, _graph_text)
 
 
+@main.command("impact")
+@click.option("--staged", is_flag=True, help="The staged change (git diff --cached).")
+@click.option("--rev", "rev_range", metavar="A..B", help="The change between two git revisions.")
+@click.option("--diff", "diff_file", metavar="FILE|-", help="A unified diff from a file, or - for stdin.")
+@click.option(
+    "--depth", type=int, default=3, show_default=True, help="Hops of callers to follow (at most 10)."
+)
+@click.option("--budget", type=int, default=1000, show_default=True, help="At most this many definitions.")
+@policy_option
+@common
+def impact_cmd(
+    root: Path,
+    as_json: bool,
+    staged: bool,
+    rev_range: str | None,
+    diff_file: str | None,
+    depth: int,
+    budget: int,
+    policy: str | None,
+) -> int:
+    """What a change reaches: touched definitions, their callers, the tests to run (default: the
+    work tree against the index revision)."""
+    diff = None
+    if diff_file is not None:
+        try:
+            data = sys.stdin.buffer.read() if diff_file == "-" else Path(diff_file).read_bytes()
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read the diff {diff_file}: {exc.strerror}", suggest="give a readable file"
+            ) from None
+        diff = data.decode("utf-8", "replace")
+    with Index.open(root) as idx:
+        env = idx.impact(
+            staged=staged, rev=rev_range, diff=diff, depth=depth, budget=budget, reindex_on_drift=policy
+        )
+        return _finish(env, as_json, _graph_text)
+
+
 @main.command("outline")
 @click.argument("path")
 @policy_option

@@ -32,6 +32,7 @@ ALL_TOOLS = [
     "callees",
     "callers",
     "graph",
+    "impact",
 ]
 
 # One good call per tool, and what its text must cite.
@@ -49,6 +50,12 @@ GOOD_CALLS: dict[str, tuple[dict[str, Any], str]] = {
     "callees": ({"name": "TCPConnector.connect"}, "src/app/server.py:11"),
     "callers": ({"name": "resolve_host", "depth": 2}, "src/app/server.py:10"),
     "graph": ({"name": "TCPConnector.connect", "direction": "out"}, "src/app/server.py:14"),
+    "impact": (
+        {
+            "diff": "--- a/src/app/server.py\n+++ b/src/app/server.py\n@@ -15 +15 @@\n-    return socket.gethostbyname(name)\n+    return name\n"
+        },
+        "src/app/server.py:10",
+    ),
 }
 
 

@@ -346,6 +346,32 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         ),
     ),
     ToolSpec(
+        "impact",
+        "The impact of a change: callers and tests",
+        "What a change reaches: the definitions its changed lines touch (added, removed, signature or "
+        "body changed), their callers to a depth, and the tests that reach them (test files and test "
+        "functions, nearest first), each as path:line with the chain of calls that explains it. By "
+        "default the work tree against the index revision; or the staged change, a git range A..B, or "
+        "a unified diff. Use it to choose the tests to run and the callers to update.",
+        {
+            "staged": {"type": "boolean", "default": False, "description": "The staged change."},
+            "rev": {**_STRING, "maxLength": 200, "description": "A git range A..B."},
+            "diff": {"type": "string", "maxLength": 5_000_000, "description": "A unified diff."},
+            "depth": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 1000,
+                "default": 3,
+                "description": "Hops of callers to follow (more than 10 is clamped).",
+            },
+        },
+        (),
+        "impact",
+        lambda idx, a, p: idx.impact(
+            staged=a.get("staged", False), rev=a.get("rev"), diff=a.get("diff"), depth=a.get("depth", 3)
+        ),
+    ),
+    ToolSpec(
         "outline",
         "Outline a file",
         "The definitions in one file (classes, functions, methods, headings) as a tree with line "

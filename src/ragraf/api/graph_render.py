@@ -28,6 +28,8 @@ def render_graph(env: Envelope) -> str:
         lines.extend(_lines(env.op, r))
     if not env.results:
         lines.append("no results")
+    elif env.op == "impact" and not any(r.get("role") == "test_file" for r in env.results):
+        lines.append("no test reaches the changed definitions through calls or imports")
     return "\n".join(lines)
 
 

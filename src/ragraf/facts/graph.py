@@ -180,6 +180,12 @@ class CodeGraph:
                 self._lines[path] = lines
         return self._lines[path].get(line, "")
 
+    def text_of(self, path: str) -> str:
+        """A file's text as the revision holds it, from its chunks (a line they skip reads as empty)."""
+        self.line(path, 1)
+        lines = self._lines.get(path, {})
+        return "\n".join(lines.get(n, "") for n in range(1, max(lines, default=0) + 1))
+
     def _module_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """Source files by module key (`pkg/api` for pkg/api.py, pkg/__init__.py, pkg/api/index.ts)
         and by folder (a Go package is its folder)."""
@@ -435,9 +441,21 @@ class CodeGraph:
                 hit = any(
                     t.path == node.path and t.line == node.line for t in self._in_files(files, name, set())
                 )
-            if hit:
-                caller = file_node(imp.path)
-                out.append(CallSite(caller, name, imp.path, imp.line, "import", None, "import", (node,)))
+            if not hit:
+                continue
+            caller = file_node(imp.path)
+            out.append(CallSite(caller, name, imp.path, imp.line, "import", None, "import", (node,)))
+            # calls through an alias (`from .util import reverse as rev; rev(x)`) are not named `reverse`
+            alias = next(
+                (a for a, (m, n) in self.bindings(imp.path).items() if n == name and a != name), None
+            )
+            if alias is not None and node.kind != "module":
+                for r in self.store.find_facts(
+                    self.rev_no, "ref", name=alias, path=imp.path, limit=MAX_SITES
+                ):
+                    site = self.resolve(r)
+                    if r.is_call and any(t.key == node.key for t in site.targets):
+                        out.append(site)
         return out
 
 

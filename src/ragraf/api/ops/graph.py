@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from ragraf.api.envelope import Envelope
@@ -17,16 +19,33 @@ from ragraf.facts.graph import (
     node_of,
     traverse,
 )
+from ragraf.facts.impact import (
+    Change,
+    FileChange,
+    git_diff,
+    impact_of,
+    line_changes,
+    parse_diff,
+    touched_definitions,
+)
 from ragraf.facts.lookup import find_definitions
 from ragraf.freshness.guard import DriftSet
+from ragraf.freshness.live_read import confine
+from ragraf.index.indexer import laid_over
 
 MAX_ROOTS = 20  # definitions of one name followed at once
+IMPACT_DEPTH = 3
+IMPACT_BUDGET = 1000
+MAX_TESTS = 10  # test files and tests listed by impact; the rest are counted
+MAX_CALLERS = 50
+MAX_NEW_TEXTS = 200  # files of a staged or A..B change read whole to see what they define now
+MAX_LIVE_BYTES = 2_000_000
 MAX_BUDGET = 5000
 DIRECTIONS = ("in", "out", "both")
 
 
 class GraphOps(Guarded):
-    """`callees()`, `callers()` and `graph()`."""
+    """`callees()`, `callers()`, `graph()` and `impact()`."""
 
     @names_damage
     def callees(self, name: str, reindex_on_drift: str | None = None) -> Envelope:
@@ -97,6 +116,184 @@ class GraphOps(Guarded):
             env.notes.append(f"no callers of {name!r} in {rev.rev}")
         return env
 
+    @names_damage
+    def impact(
+        self,
+        staged: bool = False,
+        rev: str | None = None,
+        diff: str | None = None,
+        depth: int = IMPACT_DEPTH,
+        budget: int = IMPACT_BUDGET,
+        reindex_on_drift: str | None = None,
+    ) -> Envelope:
+        """What a change reaches: the definitions its lines touch (added, removed, signature or body
+        changed), their callers to `depth`, and the tests that reach them, nearest first, each with
+        the chain of edges. The change is the work tree against the index revision (default), the
+        staged one, `rev` (A..B), or a unified `diff` text."""
+        if sum(bool(x) for x in (staged, rev, diff is not None)) > 1:
+            raise UsageError("give one of staged, rev and diff", suggest="ask for one change at a time")
+        depth, budget = _require_count("depth", depth), _require_count("budget", budget)
+        depth = min(depth, MAX_DEPTH)
+        rev_info, drift, env = self._begin("impact", reindex_on_drift or "warn")
+        if env.state == "refused":
+            return env
+        graph = CodeGraph(self.store(), rev_info.rev_no)
+        root = self.settings.root
+        new_texts: dict[str, str | None] = {}
+        old_graph = graph
+        # In a git work tree the revision is a view: its changes laid over the base index are the
+        # work tree's change too, and the old side of any change is the base.
+        base = self._base_revision() if laid_over(rev_info) else None
+        if base is not None and base.rev_no != rev_info.rev_no:
+            old_graph = CodeGraph(self.store(), base.rev_no)
+        if diff is None and not staged and not rev:
+            laid: set[str] = set()
+            if old_graph is not graph and base is not None:
+                before = dict(self.store().manifest_hashes(base.rev_no))
+                now = dict(self.store().manifest_hashes(rev_info.rev_no))
+                laid = {p for p in before.keys() | now.keys() if before.get(p) != now.get(p)}
+            change = self._drift_change(old_graph, drift, laid, new_texts)
+            source = f"the work tree against {base.rev if base is not None and laid else rev_info.rev}"
+        else:
+            if diff is not None:
+                text, source, show = diff, "the diff", None
+            elif staged:
+                text, source, show = git_diff(root, ["--cached"]), "the staged change", ":"
+            else:
+                a, sep, b = (rev or "").partition("..")
+                if not sep or not a or not b:
+                    raise UsageError(
+                        f"rev {rev!r} is not A..B", suggest="give two revisions, e.g. HEAD~1..HEAD"
+                    )
+                text, source, show = git_diff(root, [a, b]), f"{a}..{b}", f"{b}:"
+            change = parse_diff(text)
+            self._check_diff(old_graph, change, env, show, new_texts)
+        env.notes.extend(change.notes)
+        if change.lines_cut:
+            env.notes.append(f"the diff is long: its last {change.lines_cut} lines were not read")
+            env.truncated["diff_lines"] = change.lines_cut
+        if change.files_cut:
+            env.notes.append(f"{change.files_cut} more changed files not followed")
+            env.truncated["files"] = change.files_cut
+        touched = []
+        for f in change.files:
+            if f.binary:
+                continue
+            live = f.path in drift.paths
+            touched += touched_definitions(old_graph, f, new_texts.get(f.path), live)
+        if not change.files:
+            env.notes.append(f"no changes in {source}")
+        elif not touched:
+            env.notes.append(f"the changed lines of {source} touch no definition the index knows")
+        # callers as the old side had them: a removed definition's callers are only there
+        found = impact_of(old_graph, touched, depth, budget)
+        for t in touched:
+            env.results.append({
+                **t.node.to_dict(), "role": "changed", "change": t.change, "distance": 0,
+                "stale": t.stale or t.node.path in drift.paths, "chain": [],
+            })  # fmt: skip
+        walk = found.walk
+        if walk is not None:
+            env.truncated["nodes"] = walk.cut
+            for path, dist, nearest in found.test_files[:MAX_TESTS]:
+                env.results.append({
+                    "name": path.rsplit("/", 1)[-1], "qualified": path, "kind": "test_file", "path": path,
+                    "line": nearest.line, "end_line": nearest.end_line, "role": "test_file", "distance": dist,
+                    "stale": path in drift.paths, "chain": walk.chain(nearest),
+                })  # fmt: skip
+            for n in found.tests[:MAX_TESTS]:
+                env.results.append({
+                    **n.to_dict(), "role": "test", "distance": walk.distance[n.key],
+                    "stale": n.path in drift.paths, "chain": walk.chain(n),
+                })  # fmt: skip
+            callers = [n for n in walk.nodes.values() if walk.distance[n.key] > 0 and not n.is_test]
+            callers.sort(key=lambda n: (walk.distance[n.key], n.path, n.line))
+            for n in callers[:MAX_CALLERS]:
+                env.results.append({
+                    **n.to_dict(), "role": "caller", "distance": walk.distance[n.key],
+                    "stale": n.path in drift.paths, "chain": walk.chain(n),
+                })  # fmt: skip
+            cut = {
+                "test files": len(found.test_files) - MAX_TESTS, "tests": len(found.tests) - MAX_TESTS,
+                "callers": len(callers) - MAX_CALLERS,
+            }  # fmt: skip
+            left = [f"{v} more {k}" for k, v in cut.items() if v > 0]
+            if left:
+                env.notes.append(", ".join(left) + " not listed")
+            env.truncated["results"] = sum(max(0, v) for v in cut.values())
+            if walk.cut:
+                env.notes.append(f"{walk.cut} more definitions reached past the budget of {budget} nodes")
+        return env
+
+    def _drift_change(
+        self, graph: CodeGraph, drift: DriftSet, laid: set[str], new_texts: dict[str, str | None]
+    ) -> Change:
+        """The work tree's change against the revision `graph` reads, line by line: the drift the
+        guard found and the paths a view laid over its base."""
+        change = Change(files=[])
+        root = self.settings.root
+        indexed = {p for p, _ in graph.store.manifest_hashes(graph.rev_no)} if laid else set()
+        paths = sorted(drift.paths | laid)
+        for path in paths[:MAX_FILES_FOLLOWED]:
+            kind = drift.change_of(path)
+            if kind is None:
+                on_disk = (root / path).is_file()
+                kind = "modify" if path in indexed and on_disk else "create" if on_disk else "delete"
+            new = None if kind == "delete" else _read_text(root / path)
+            if kind != "delete" and new is None:
+                change.notes.append(f"{path} is binary or unreadable now: left out")
+                continue
+            new_texts[path] = new
+            if kind == "create":
+                f = FileChange(None, path, set(), set(range(1, new.count("\n") + 2)))  # type: ignore[union-attr]
+            elif kind == "delete":
+                f = FileChange(path, None, {1}, set())
+            else:
+                old_lines, new_lines = line_changes(graph.text_of(path), new or "")
+                f = FileChange(path, path, old_lines, new_lines)
+            change.files.append(f)
+        if len(paths) > MAX_FILES_FOLLOWED:
+            change.files_cut = len(paths) - MAX_FILES_FOLLOWED
+        return change
+
+    def _check_diff(
+        self,
+        graph: CodeGraph,
+        change: Change,
+        env: Envelope,
+        show: str | None,
+        new_texts: dict[str, str | None],
+    ) -> None:
+        """Refuse paths outside the root; say which files are binary, renamed, not in the revision, or
+        where the diff does not match the revision's lines."""
+        root = self.settings.root
+        indexed = {p for p, _ in graph.store.manifest_hashes(graph.rev_no)}
+        base = self._base_revision() if laid_over_label(env.index_rev) else None
+        against = base.rev if base is not None and base.rev_no == graph.rev_no else env.index_rev
+        for f in change.files:
+            for p in (f.old_path, f.new_path):
+                if p is not None:
+                    confine(root, p)  # raises: a diff naming a path outside the root is refused
+            if f.binary:
+                change.notes.append(f"{f.path} is binary: left out")
+                continue
+            if f.old_path and f.new_path and f.old_path != f.new_path:
+                change.notes.append(f"{f.old_path} renamed to {f.new_path}")
+            if f.old_path and f.old_path not in indexed:
+                change.notes.append(f"{f.old_path} is not in {against}: its old lines are not known")
+                continue
+            if f.old_path:
+                bad = next(
+                    (n for n, text in f.expected if graph.line(f.old_path, n).rstrip() != text.rstrip()), None
+                )
+                if bad is not None:
+                    change.notes.append(
+                        f"the diff does not apply to {against} at {f.old_path}:{bad} "
+                        "(the line differs): its lines are mapped as the diff gives them"
+                    )
+            if show is not None and f.new_path and len(new_texts) < MAX_NEW_TEXTS:
+                new_texts[f.new_path] = _git_show(root, show + f.new_path)
+
     def _roots(self, graph: CodeGraph, name: str, rev: str, env: Envelope) -> list[Node]:
         """The definitions NAME names (a qualified name narrows), or a note saying there are none."""
         if not name.strip():
@@ -135,6 +332,34 @@ def graph_nodes(walk: Traversal, drift: DriftSet, skip_roots: bool = False) -> l
         for n in nodes
         if not (skip_roots and walk.distance[n.key] == 0)
     ]
+
+
+MAX_FILES_FOLLOWED = 500
+
+
+def laid_over_label(rev: str | None) -> bool:
+    return rev is not None and "+" in rev
+
+
+def _read_text(path: Path) -> str | None:
+    """A file's text now, or None when it is binary, unreadable or too big to parse here."""
+    try:
+        data = path.read_bytes()[: MAX_LIVE_BYTES + 1]
+    except OSError:
+        return None
+    if len(data) > MAX_LIVE_BYTES or b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _git_show(root: Path, spec: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "show", spec], cwd=root, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0 or b"\0" in out.stdout[:8192]:
+        return None
+    return out.stdout.decode("utf-8", "replace")
 
 
 def _require_count(what: str, value: int) -> int:
