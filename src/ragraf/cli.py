@@ -457,6 +457,20 @@ def impact_cmd(
         return _finish(env, as_json, _graph_text)
 
 
+@main.command("map")
+@click.option("--budget", type=int, default=1024, show_default=True, help="Tokens the map may take.")
+@click.option(
+    "--focus", "focus", multiple=True, metavar="PATH|NAME", help="Rank around these paths or names."
+)
+@policy_option
+@common
+def map_cmd(root: Path, as_json: bool, budget: int, focus: tuple[str, ...], policy: str | None) -> int:
+    """The most central definitions as files with their key signatures, fitted to --budget tokens."""
+    with Index.open(root) as idx:
+        env = idx.repo_map(budget=budget, focus=list(focus), reindex_on_drift=policy)
+        return _finish(env, as_json, _graph_text)
+
+
 @main.command("outline")
 @click.argument("path")
 @policy_option

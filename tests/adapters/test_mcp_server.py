@@ -33,6 +33,7 @@ ALL_TOOLS = [
     "callers",
     "graph",
     "impact",
+    "repo_map",
 ]
 
 # One good call per tool, and what its text must cite.
@@ -56,6 +57,7 @@ GOOD_CALLS: dict[str, tuple[dict[str, Any], str]] = {
         },
         "src/app/server.py:10",
     ),
+    "repo_map": ({"budget": 500}, "src/app/server.py"),
 }
 
 

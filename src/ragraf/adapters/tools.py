@@ -372,6 +372,32 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         ),
     ),
     ToolSpec(
+        "repo_map",
+        "A map of the repository",
+        "The most central definitions of the repository (PageRank over which files use which "
+        "definitions), as files in rank order with their key signatures and lines, fitted to a token "
+        "budget; focus on paths or names to rank around them. Use it first to orient yourself in an "
+        "unfamiliar codebase, then outline or read the files it names.",
+        {
+            "budget": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 100_000,
+                "default": 1024,
+                "description": "Tokens the map may take.",
+            },
+            "focus": {
+                "type": "array",
+                "items": {**_STRING, "maxLength": 500},
+                "maxItems": 50,
+                "description": "Paths or names to rank around.",
+            },
+        },
+        (),
+        "repo_map",
+        lambda idx, a, p: idx.repo_map(budget=a.get("budget", 1024), focus=a.get("focus")),
+    ),
+    ToolSpec(
         "outline",
         "Outline a file",
         "The definitions in one file (classes, functions, methods, headings) as a tree with line "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -29,11 +31,15 @@ from ragraf.facts.impact import (
     touched_definitions,
 )
 from ragraf.facts.lookup import find_definitions
+from ragraf.facts.repomap import RankedDef, RankedFile, fit_budget, rank_files
 from ragraf.freshness.guard import DriftSet
 from ragraf.freshness.live_read import confine
 from ragraf.index.indexer import laid_over
 
 MAX_ROOTS = 20  # definitions of one name followed at once
+MAP_BUDGET = 1024  # tokens of a repo map
+MAP_CACHED_FILES = 3000
+_MAPS: dict[str, list[RankedFile]] = {}  # this process's maps, by revision and focus
 IMPACT_DEPTH = 3
 IMPACT_BUDGET = 1000
 MAX_TESTS = 10  # test files and tests listed by impact; the rest are counted
@@ -45,7 +51,64 @@ DIRECTIONS = ("in", "out", "both")
 
 
 class GraphOps(Guarded):
-    """`callees()`, `callers()`, `graph()` and `impact()`."""
+    """`callees()`, `callers()`, `graph()`, `impact()` and `repo_map()`."""
+
+    @names_damage
+    def repo_map(
+        self, budget: int = MAP_BUDGET, focus: list[str] | None = None, reindex_on_drift: str | None = None
+    ) -> Envelope:
+        """The most central definitions (PageRank over the definition/use graph, personalized by
+        `focus`: paths or names), as files with their key signatures fitted to `budget` tokens;
+        the ranking is cached per revision and focus."""
+        budget = _require_count("budget", budget)
+        focus = [f for f in (focus or []) if f.strip()]
+        rev, drift, env = self._begin("map", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        ranked, _ = self._ranked(rev.rev_no, rev.corpus_hash, focus)
+        kept, cut = fit_budget(ranked, budget)
+        for f in kept:
+            env.results.append({
+                "path": f.path, "rank": round(f.rank, 6), "stale": f.path in drift.paths,
+                "symbols": [{"name": s.name, "kind": s.kind, "line": s.line, "signature": s.signature[:160]}
+                            for s in f.symbols],
+            })  # fmt: skip
+        env.truncated["results"] = cut
+        if cut:
+            env.notes.append(f"{cut} more files with definitions past the budget of {budget} tokens")
+        if focus and not any(r["rank"] for r in env.results):
+            env.notes.append(f"nothing in the index matches the focus {focus}: the map is unfocused")
+        return env
+
+    def _ranked(self, rev_no: int, corpus_hash: str, focus: list[str]) -> tuple[list[RankedFile], bool]:
+        key = hashlib.sha1(json.dumps([corpus_hash, sorted(focus)]).encode()).hexdigest()[:20]
+        memo = _MAPS.get(key)
+        if memo is not None:
+            return memo, True
+        path = self.settings.home / "maps" / f"{key}.json"
+        try:
+            data = json.loads(path.read_text())
+            ranked = [
+                RankedFile(f["path"], f["rank"], tuple(RankedDef(**s) for s in f["symbols"])) for f in data
+            ]
+            _MAPS[key] = ranked
+            return ranked, True
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        ranked = rank_files(self.store(), rev_no, focus)
+        _MAPS[key] = ranked
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rows = [
+                {"path": f.path, "rank": f.rank, "symbols": [s.__dict__ for s in f.symbols[:20]]}
+                for f in ranked[:MAP_CACHED_FILES]
+            ]
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(rows))
+            tmp.replace(path)
+        except OSError:
+            pass  # a map not cached is only slower next time
+        return ranked, False
 
     @names_damage
     def callees(self, name: str, reindex_on_drift: str | None = None) -> Envelope:

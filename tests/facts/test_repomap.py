@@ -1,0 +1,62 @@
+"""The repo map: files ranked by how much the rest uses their definitions, fitted to a budget, cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from facts.test_graph import PROJECT
+from support import cli_json, write
+
+from ragraf.api import Index
+from ragraf.api.ops import graph as graph_ops
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    write(root, PROJECT)
+    with Index.open(root) as idx:
+        idx.index()
+    return root
+
+
+def test_the_most_used_file_leads_with_its_signatures(project: Path) -> None:
+    env = cli_json("map", cwd=project)
+    paths = [r["path"] for r in env["results"]]
+    assert paths[0] == "pkg/sessions.py"  # Session is used by api.py and the tests
+    assert paths.index("pkg/api.py") < paths.index("tests/test_api.py")
+    first = env["results"][0]["symbols"]
+    assert first[0]["signature"] == "class Session:" and first[0]["line"] == 1
+
+
+def test_a_small_budget_keeps_the_best_and_counts_the_rest(project: Path) -> None:
+    env = cli_json("map", "--budget", "12", cwd=project)
+    assert len(env["results"]) == 1
+    assert env["truncated"]["results"] == 3  # of the four files that define something
+
+
+def test_focus_ranks_around_a_path(project: Path) -> None:
+    env = cli_json("map", "--focus", "pkg/util.py", cwd=project)
+    assert env["results"][0]["path"] == "pkg/util.py"
+
+
+def test_the_ranking_is_computed_once_per_revision_and_focus(project: Path, monkeypatch) -> None:
+    calls = []
+    real = graph_ops.rank_files
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(graph_ops, "rank_files", counting)
+    graph_ops._MAPS.clear()
+    with Index.open(project) as idx:
+        first = idx.repo_map()
+    graph_ops._MAPS.clear()  # a new process: the ranking comes from the cache file
+    with Index.open(project) as idx:
+        again = idx.repo_map()
+        focused = idx.repo_map(focus=["pkg/api.py"])
+    assert first.results == again.results
+    assert len(calls) == 2  # the unfocused map once, the focused one once
+    assert focused.results[0]["path"] == "pkg/api.py"
