@@ -471,6 +471,17 @@ def map_cmd(root: Path, as_json: bool, budget: int, focus: tuple[str, ...], poli
         return _finish(env, as_json, _graph_text)
 
 
+@main.command("related")
+@click.argument("spec", metavar="PATH:LINE")
+@click.option("-k", "k", default=10, show_default=True, help="Number of results (at most 50).")
+@policy_option
+@common
+def related_cmd(root: Path, as_json: bool, spec: str, k: int, policy: str | None) -> int:
+    """Code like the definition at PATH:LINE: shared identifiers, callers and callees."""
+    with Index.open(root) as idx:
+        return _finish(idx.related(spec, k=k, reindex_on_drift=policy), as_json, _graph_text)
+
+
 @main.command("outline")
 @click.argument("path")
 @policy_option

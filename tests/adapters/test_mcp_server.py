@@ -34,6 +34,7 @@ ALL_TOOLS = [
     "graph",
     "impact",
     "repo_map",
+    "related",
 ]
 
 # One good call per tool, and what its text must cite.
@@ -58,6 +59,7 @@ GOOD_CALLS: dict[str, tuple[dict[str, Any], str]] = {
         "src/app/server.py:10",
     ),
     "repo_map": ({"budget": 500}, "src/app/server.py"),
+    "related": ({"spec": "src/app/server.py:15"}, "src/app/server.py:10"),
 }
 
 

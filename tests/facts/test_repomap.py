@@ -1,4 +1,4 @@
-"""The repo map: files ranked by how much the rest uses their definitions, fitted to a budget, cached."""
+"""The repo map (files ranked by how much the rest uses their definitions, fitted to a budget, cached) and related code."""
 
 from __future__ import annotations
 
@@ -60,3 +60,16 @@ def test_the_ranking_is_computed_once_per_revision_and_focus(project: Path, monk
     assert first.results == again.results
     assert len(calls) == 2  # the unfocused map once, the focused one once
     assert focused.results[0]["path"] == "pkg/api.py"
+
+
+def test_related_finds_the_definitions_sharing_its_names_and_its_neighbours(project: Path) -> None:
+    env = cli_json("related", "pkg/api.py:6", cwd=project)  # inside get
+    found = {r["qualified"]: r for r in env["results"]}
+    assert found["post"]["shared"] == ["request"]  # both call request, and nothing else of get's
+    assert found["request"]["edge"] == "calls"
+    assert "get" not in found
+
+
+def test_related_outside_any_definition_says_so(project: Path) -> None:
+    env = cli_json("related", "pkg/__init__.py:1", cwd=project)
+    assert env["results"] == [] and any("outline" in n for n in env["notes"])

@@ -398,6 +398,20 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         lambda idx, a, p: idx.repo_map(budget=a.get("budget", 1024), focus=a.get("focus")),
     ),
     ToolSpec(
+        "related",
+        "Code like a definition",
+        "The definitions most like the one at path:line: those sharing its rare identifiers (the "
+        "names they use in common), and its callers and callees, best first, each as path:line with "
+        "the shared names. Use it to find the other places a change or a fix may belong.",
+        {
+            "spec": {**_STRING, "maxLength": 1000, "description": "PATH:LINE inside the definition."},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+        },
+        ("spec",),
+        "related",
+        lambda idx, a, p: idx.related(a["spec"], k=a.get("top_k", 10)),
+    ),
+    ToolSpec(
         "outline",
         "Outline a file",
         "The definitions in one file (classes, functions, methods, headings) as a tree with line "

@@ -31,12 +31,14 @@ from ragraf.facts.impact import (
     touched_definitions,
 )
 from ragraf.facts.lookup import find_definitions
+from ragraf.facts.related import definition_at, related
 from ragraf.facts.repomap import RankedDef, RankedFile, fit_budget, rank_files
 from ragraf.freshness.guard import DriftSet
-from ragraf.freshness.live_read import confine
+from ragraf.freshness.live_read import confine, parse_spec
 from ragraf.index.indexer import laid_over
 
 MAX_ROOTS = 20  # definitions of one name followed at once
+MAX_RELATED = 50
 MAP_BUDGET = 1024  # tokens of a repo map
 MAP_CACHED_FILES = 3000
 _MAPS: dict[str, list[RankedFile]] = {}  # this process's maps, by revision and focus
@@ -51,7 +53,37 @@ DIRECTIONS = ("in", "out", "both")
 
 
 class GraphOps(Guarded):
-    """`callees()`, `callers()`, `graph()`, `impact()` and `repo_map()`."""
+    """`callees()`, `callers()`, `graph()`, `impact()`, `repo_map()` and `related()`."""
+
+    @names_damage
+    def related(self, spec: str, k: int = 10, reindex_on_drift: str | None = None) -> Envelope:
+        """The definitions most like the one at PATH:LINE: the rare identifiers they share, and its
+        callers and callees."""
+        k = _require_count("k", k)
+        path, line, _ = parse_spec(spec)
+        if line is None:
+            raise UsageError(f"{spec!r} names no line", suggest="give PATH:LINE, e.g. src/app/server.py:14")
+        rel, _real = confine(self.settings.root, path)
+        rev, drift, env = self._begin("related", reindex_on_drift)
+        if env.state == "refused":
+            return env
+        graph = CodeGraph(self.store(), rev.rev_no)
+        node = definition_at(graph, rel, line)
+        if node is None:
+            known = self.store().facts_status(rev.rev_no, rel) is not None
+            env.notes.append(
+                f"no definition holds {rel}:{line} in {rev.rev}; try `ragraf outline {rel}`"
+                if known
+                else f"{rel} is not in {rev.rev}; try `ragraf search`"
+            )
+            return env
+        files_total = max(1, rev.files)
+        for r in related(graph, node, files_total, min(k, MAX_RELATED)):
+            env.results.append({
+                **r.node.to_dict(), "score": round(r.score, 4), "shared": list(r.shared), "edge": r.edge,
+                "stale": r.node.path in drift.paths,
+            })  # fmt: skip
+        return env
 
     @names_damage
     def repo_map(
