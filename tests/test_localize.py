@@ -268,3 +268,15 @@ def test_search_of_a_pasted_report_cites_the_files_localize_ranks(shop: Path) ->
     assert [r.path for r in idx.search(TRACEBACK_REPORT, k=2).results] == files[:2]
     short = idx.search("register blueprint", k=4)
     assert not any("read as an issue report" in n for n in short.notes)
+
+
+def test_filters_narrow_localize_in_the_library_and_the_cli(shop: Path) -> None:
+    idx = Index.open(shop, embedder="none")
+    only_tests = idx.localize(TRACEBACK_REPORT, k=5, kind="test")
+    assert only_tests.results and all(r["kind"] == "test" for r in only_tests.results)
+    no_blueprints = idx.localize(TRACEBACK_REPORT, k=5, path="!shop/blueprints.py")
+    assert "shop/blueprints.py" not in [r["path"] for r in no_blueprints.results]
+    report = shop.parent / "report.txt"
+    report.write_text(TRACEBACK_REPORT)
+    narrowed = cli_json("localize", str(report), "--root", str(shop), "-g", "shop/app.py")
+    assert [r["path"] for r in narrowed["results"]] == ["shop/app.py"]

@@ -17,6 +17,7 @@ from ragraf.api.changes_format import render_changes
 from ragraf.api.render import (
     render_drift,
     render_facts,
+    render_localize,
     render_outline,
     render_read,
     render_revisions,
@@ -317,6 +318,43 @@ def search_cmd(
             more = _again(_argv()) if queries is None else None
             code = max(code, _finish(env, as_json, lambda e, more=more: render_search(e, budget, more)))  # type: ignore[arg-type]
     return code
+
+
+@main.command("localize")
+@click.argument("source", metavar="FILE|-")
+@click.option("-k", "k", default=5, show_default=True, help="Number of files (at most 10).")
+@click.option("--budget", type=int, default=None, help="Byte budget of the text output (default 16 KiB).")
+@filter_options
+@policy_option
+@common
+def localize_cmd(
+    root: Path,
+    as_json: bool,
+    source: str,
+    k: int,
+    budget: int | None,
+    policy: str | None,
+    globs: tuple[str, ...] = (),
+    kinds: tuple[str, ...] = (),
+    languages: tuple[str, ...] = (),
+) -> int:
+    """The files an issue report (FILE, or - for stdin) most likely asks to change, with the evidence."""
+    text = _report_text(source)
+    with Index.open(root) as idx:
+        env = idx.localize(text, k=k, reindex_on_drift=policy, **_filters(globs, kinds, languages))
+        budget = budget or idx.settings.budget_bytes
+    return _finish(env, as_json, lambda e: render_localize(e, budget))  # type: ignore[arg-type]
+
+
+def _report_text(source: str) -> str:
+    """A report's text from a file or stdin, as UTF-8 (undecodable bytes replaced, said by no error)."""
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {source}: {exc.strerror}", suggest="give a readable file, or - for stdin"
+        ) from None
+    return data.decode("utf-8", errors="replace")
 
 
 @main.command("def")

@@ -26,6 +26,8 @@ This repository is indexed by ragraf (MCP server `ragraf`). Prefer its tools to 
 directory listings for questions about the code; every answer cites `path:line` and the index
 revision it comes from.
 
+- `localize` — the first step of a task: paste the issue or task text (traceback and all) and get
+  the files most likely to change, each with its evidence.
 - `search` — "where is X implemented / handled?" in words or identifiers: ranked snippets.
 - `find_symbol` — where a known name (class, function, method) is defined.
 - `find_references` — who uses a name; `calls: true` for the callers only. Check before changing it.

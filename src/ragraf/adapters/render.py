@@ -12,6 +12,7 @@ from ragraf.api.changes_format import as_text
 from ragraf.api.render import (
     render_drift,
     render_facts,
+    render_localize,
     render_read,
     render_revisions,
     render_search,
@@ -106,6 +107,8 @@ def render_envelope(env: Envelope, budget_bytes: int) -> str:
         from ragraf.api.graph_render import render_graph
 
         text = render_graph(env)
+    elif op == "localize":
+        text = render_localize(env, budget_bytes)
     elif op == "read":
         text = render_read(env, budget_bytes, more=_tool_more("read", "start_line"))
     elif op == "status" and env.results:

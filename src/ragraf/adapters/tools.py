@@ -226,6 +226,33 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         ),
     ),
     ToolSpec(
+        "localize",
+        "Find the files to change",
+        "Paste an issue report, a bug report or a task (prose, traceback, code, paths, error "
+        "messages): the files most likely to need the change, best first, each with its evidence "
+        "(where a named function is defined, a traceback frame, the line holding an error message) "
+        "and its best chunks as path:start-end. Use it as the first step of a task; then read or "
+        "outline the files it names. For a short question use search.",
+        {
+            "text": {
+                **_STRING,
+                "maxLength": MAX_QUERY,
+                "description": "The report as the user wrote it: prose, tracebacks, code, paths.",
+            },
+            "top_k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TOP_K_ASKED,
+                "default": 5,
+                "description": f"How many files (1-{MAX_TOP_K}; more is clamped to {MAX_TOP_K}, with a note).",
+            },
+            **_FILTERS,
+        },
+        ("text",),
+        "localize",
+        lambda idx, a, p: idx.localize(a["text"], k=a.get("top_k", 5), **_filters(a)),
+    ),
+    ToolSpec(
         "find_symbol",
         "Find a definition",
         "Where a named symbol (class, function, method, variable, type) is defined: each definition "

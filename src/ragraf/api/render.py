@@ -263,3 +263,29 @@ def render_revisions(env: Envelope, header: bool = True) -> str:
             f"{(r['corpus_hash'] or '')[:12]}{git}"
         )
     return "\n".join(lines)
+
+
+def render_localize(env: Envelope, budget_bytes: int = 16 * 1024) -> str:
+    """localize: the ranked files, each with its evidence and best chunks as path:line, in the budget."""
+    lines = _header(env)
+    if not env.results:
+        return "\n".join(lines + ["no results"])
+    used = sum(len(line.encode()) + 1 for line in lines)
+    for i, r in enumerate(env.results):
+        stale = "  [STALE]" if r["stale"] else ""
+        block = [f"{i + 1}. {r['path']}  {r['kind']}{stale}"]
+        block += [f"   - {e['detail']}" for e in r["evidence"]]
+        block += [
+            f"   {c['path']}:{c['start_line']}-{c['end_line']}"
+            + (f"  {c['symbol']}" if c.get("symbol") else "")
+            for c in r["chunks"]
+        ]
+        size = sum(len(line.encode()) + 1 for line in block)
+        if used + size > budget_bytes:
+            lines.append(
+                f"… {len(env.results) - i} more files elided (byte budget {budget_bytes}); ask a smaller k"
+            )
+            break
+        lines += block
+        used += size
+    return "\n".join(lines)

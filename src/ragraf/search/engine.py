@@ -19,7 +19,9 @@ VECTOR_WEIGHT = 1.0
 PER_FILE = 1  # distinct files serve an agent better than a second chunk of one (measured: bench NDCG)
 # One candidate pool per retriever whatever k is, and one ranking RANK_DEPTH deep that each k cuts:
 # so the top k is the first k of the top k+1 (pools of 4*k made -k 2 rank other files than -k 10).
-CANDIDATES = 50
+# Bench NDCG@10 hybrid / lexical / vector by pool: 25 .860/.770/.806, 30 .858/.779/.812,
+# 40 .858/.775/.819, 50 .854/.778/.819, 60 .857/.780/.822, 100 .856/.785/.828 (docs/search.md).
+CANDIDATES = 40
 RANK_DEPTH = 10
 FILTER_WIDEN = 8  # a filtered search draws from pools this much wider, then drops what it excludes
 PATH_FILES = 20  # files named for the query words, as a third list fused with the other two
