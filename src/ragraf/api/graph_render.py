@@ -45,8 +45,10 @@ def _lines(op: str, r: dict[str, Any]) -> list[str]:
             *(f"  {s['line']}: {s['signature']}" for s in r["symbols"]),
         ]
     head = f"{_cite(r)}  {r['qualified']} ({r['kind']})"
-    if "distance" in r:
+    if r.get("distance") is not None:
         head += f"  distance {r['distance']}"
+    if r.get("uses"):
+        head += f"  uses {r['uses']} (by name)"
     if "score" in r:
         head += f"  score {r['score']:.3f}"
     if r.get("change"):

@@ -25,6 +25,7 @@ from .graph import CodeGraph, Node, Traversal, traverse
 MAX_DIFF_LINES = 20_000  # of one diff: past it the rest of the diff is counted, not read
 MAX_FILES = 500  # changed files followed
 MAX_ROOTS = 200  # changed definitions whose callers are followed
+MAX_NAME_WALK = 200  # names of reached definitions looked up in the tests, nearest first
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"diff --git a/(\S+) b/(\S+)\s*$")
 _TEST_NAME = re.compile(r"(?:^test|^Test|_test$|Test$|^it$|^describe$)")
@@ -268,6 +269,7 @@ class Impact:
     walk: Traversal | None
     tests: list[Node]
     test_files: list[tuple[str, int, Node]]  # (path, distance, nearest test node)
+    by_name: list[tuple[str, float, Node, str]] = field(default_factory=list)  # see by_name()
 
 
 def impact_of(graph: CodeGraph, touched: list[Touched], depth: int, budget: int) -> Impact:
@@ -276,7 +278,7 @@ def impact_of(graph: CodeGraph, touched: list[Touched], depth: int, budget: int)
     # an added definition has no callers in the revision, but the tests that call its name now might
     roots += [t.node for t in touched if t.change == "added"][: max(0, MAX_ROOTS - len(roots))]
     if not roots:
-        return Impact(touched, None, [], [])
+        return Impact(touched, None, [], [], [])
     walk = traverse(graph, roots, "in", depth, budget)
     nodes = sorted(walk.nodes.values(), key=lambda n: (walk.distance[n.key], n.path, n.line))
     tests = [n for n in nodes if _is_test(n)]
@@ -285,4 +287,26 @@ def impact_of(graph: CodeGraph, touched: list[Touched], depth: int, budget: int)
         if is_test_path(n.path) and n.path not in files and (_is_test(n) or walk.distance[n.key] > 0):
             files[n.path] = (walk.distance[n.key], n)
     test_files = sorted(((p, d, n) for p, (d, n) in files.items()), key=lambda t: (t[1], t[0]))
-    return Impact(touched, walk, tests, test_files)
+    return Impact(touched, walk, tests, test_files, by_name(graph, walk, set(files)))
+
+
+def by_name(graph: CodeGraph, walk: Traversal, reached: set[str]) -> list[tuple[str, float, Node, str]]:
+    """Test files the calls do not reach but that use the names reached (a call on a value whose type
+    is not known, a fixture, a framework's dispatch): (path, weight, a node there, the name), most
+    names nearest first. Weaker than a resolved chain, and ranked after every one."""
+    weight: dict[str, float] = {}
+    example: dict[str, tuple[Node, str]] = {}
+    nodes = sorted(walk.nodes.values(), key=lambda n: walk.distance[n.key])
+    seen: set[str] = set()
+    for n in nodes:
+        if n.kind == "module" or n.name in seen or n.name.startswith("__") or len(seen) >= MAX_NAME_WALK:
+            continue
+        seen.add(n.name)
+        users = graph.store.find_facts(graph.rev_no, "ref", name=n.name, exact=True, limit=5000)
+        files = {u.path: u for u in users if is_test_path(u.path) and u.path not in reached}
+        for path, u in files.items():
+            weight[path] = weight.get(path, 0.0) + 1.0 / (1 + walk.distance[n.key])
+            if path not in example:
+                example[path] = (graph.enclosing(path, u.container, u.line), n.name)
+    ranked = sorted(weight.items(), key=lambda t: (-t[1], t[0]))
+    return [(p, w, example[p][0], example[p][1]) for p, w in ranked]

@@ -42,7 +42,7 @@ MAX_RELATED = 50
 MAP_BUDGET = 1024  # tokens of a repo map
 MAP_CACHED_FILES = 3000
 _MAPS: dict[str, list[RankedFile]] = {}  # this process's maps, by revision and focus
-IMPACT_DEPTH = 3
+IMPACT_DEPTH = 5
 IMPACT_BUDGET = 1000
 MAX_TESTS = 10  # test files and tests listed by impact; the rest are counted
 MAX_CALLERS = 50
@@ -293,8 +293,15 @@ class GraphOps(Guarded):
             for path, dist, nearest in found.test_files[:MAX_TESTS]:
                 env.results.append({
                     "name": path.rsplit("/", 1)[-1], "qualified": path, "kind": "test_file", "path": path,
-                    "line": nearest.line, "end_line": nearest.end_line, "role": "test_file", "distance": dist,
+                    "line": nearest.line, "end_line": nearest.end_line, "role": "test_file", "distance": dist, "how": "calls",
                     "stale": path in drift.paths, "chain": walk.chain(nearest),
+                })  # fmt: skip
+            for path, weight, there, name in found.by_name[: max(0, MAX_TESTS - len(found.test_files))]:
+                env.results.append({
+                    "name": path.rsplit("/", 1)[-1], "qualified": path, "kind": "test_file", "path": path,
+                    "line": there.line, "end_line": there.end_line, "role": "test_file", "distance": None,
+                    "how": "name", "uses": name, "weight": round(weight, 3), "stale": path in drift.paths,
+                    "chain": [],
                 })  # fmt: skip
             for n in found.tests[:MAX_TESTS]:
                 env.results.append({
