@@ -126,3 +126,21 @@ def test_files_changed_by_the_last_commits_or_edited_since_are_embedded_before_o
     cli_json("index", "--root", str(root), env=env)
     # The two recent files, then the most central definition.
     assert set(_sent_paths(fake)) == {"src/m5.py", "src/m6.py", "src/pool.py"}
+
+
+def test_the_order_is_the_same_however_many_reads_it_takes(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragraf import Index
+    from ragraf.index import queue
+
+    idx = Index.open(sample)
+    idx.index()
+    store = idx.store()
+    rev = store.current_revision()
+    assert rev is not None
+    whole = queue.value_order(store, rev.rev_no, "some/model")
+    monkeypatch.setattr(queue, "_SCAN", 3)
+    assert queue.value_order(store, rev.rev_no, "some/model") == whole
+    assert len(whole) == len({c for c, _ in whole}) == rev.chunks > 3
+    idx.close()

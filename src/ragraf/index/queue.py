@@ -17,7 +17,9 @@ from ragraf.store import Store
 KIND_RANK = {"code": 0, "test": 1, "doc": 2, "config": 3}
 # A recently changed file's chunk counts as much as a definition seven other files reference.
 RECENT_WEIGHT = 3.0
-_SCAN = 2000  # chunks read per query while ordering (their text is dropped at once)
+# Chunks read per query while ordering, their text dropped at once: a read is a query over the
+# revision (2-4 s on 77,000 chunks under load), so few and large.
+_SCAN = 8192
 
 
 def chunk_value(
