@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repo", default="zod", help="a bench corpus (default: zod, the largest)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(
+        "--embedder", default=None, help="local (default), static (fast to index a big corpus), none"
+    )
+    ap.add_argument(
         "--corpus", type=Path, help="any folder instead of a bench corpus (e.g. benchmarks/data/speed)"
     )
     args = ap.parse_args(argv)
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         key=lambda p: p.as_posix(),
     )[:3]
     files = [(p.relative_to(corpus.root).as_posix(), p.read_text(encoding="utf-8")) for p in sources]
-    idx = quality.open_index(corpus.root, corpus.name, None)
+    idx = quality.open_index(corpus.root, corpus.name, args.embedder)
     try:
         idx.index(quiet=True)
         reports = bug_reports(files)

@@ -33,6 +33,9 @@ _QUOTED = re.compile(r"`([^`\n]{2,200})`|\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'"
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*(?:=\S+)?)")
 _VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*(?:[-.]?(?:dev|rc|a|b|post)\d*)?)(?!\w|\.\w)")
 _URL = re.compile(r"\bhttps?://\S+")
+# A line of a pasted environment listing (`numpy: 1.19.2`, `attrs==19.3.0`, `python: 3.8.3 (default, …)`):
+# it names the user's packages, not the code to change, and pulls version-printing files up.
+_VERSION_LINE = re.compile(r"(?m)^[ \t]*[-*]?[ \t]*[\w.\-]+[ \t]*(?::|==|>=|=)[ \t]*v?\d+(?:\.\d+)+[^\n]*$\n?")
 _EXTENSIONS_NOT_NAMES = frozenset({"py", "js", "ts", "txt", "md", "rst", "json", "html", "org", "com", "io"})
 
 
@@ -64,6 +67,13 @@ class Report:
     @property
     def is_empty(self) -> bool:
         return not self.text.strip()
+
+    @property
+    def search_text(self) -> str:
+        """The report as words to search for, without its environment listings; a long one's prose
+        (its code and traces go through the names, paths and frames)."""
+        text = _VERSION_LINE.sub("", self.text)
+        return text if len(text) < 4000 else self.prose[:4000] or text[:4000]
 
     @property
     def meaning_text(self) -> str:
@@ -110,7 +120,7 @@ def parse_report(text: str) -> Report:
     )
     names = _names(parsed, dotted)
 
-    prose = _URL.sub(" ", _FENCE.sub("\n", parsed))
+    prose = _URL.sub(" ", _FENCE.sub("\n", _VERSION_LINE.sub("", parsed)))
     prose = "\n".join(
         line for line in prose.split("\n") if not _INDENTED.match(line) and not _PY_FRAME.search(line)
     )
