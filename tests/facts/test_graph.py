@@ -124,3 +124,24 @@ def test_callees_through_the_cli_carry_the_envelope(project: Path) -> None:
     env = cli_json("callees", "get", cwd=project)
     assert env["op"] == "callees" and env["index_rev"] == "rev-0001" and env["state"] == "fresh"
     assert env["results"][0]["targets"][0]["name"] == "request"
+
+
+def test_a_constructor_and_a_nested_function_are_reached_through_what_runs_them(tmp_path: Path) -> None:
+    root = tmp_path / "ctor"
+    write(root, {
+        "lib.py": (
+            "class Box:\n    def __init__(self, x):\n        self.x = x\n\n\n"
+            "def outer(xs):\n    def key(v):\n        return -v\n    return sorted(xs, key=key)\n"
+        ),
+        "tests/test_lib.py": (
+            "from lib import Box, outer\n\n\n"
+            "def test_box():\n    assert Box(1).x == 1\n\n\n"
+            "def test_outer():\n    assert outer([1, 2]) == [2, 1]\n"
+        ),
+    })  # fmt: skip
+    with Index.open(root) as idx:
+        idx.index()
+        init = {r["qualified"] for r in idx.callers("Box.__init__", depth=2).results}
+        key = {r["qualified"] for r in idx.callers("outer.key", depth=2).results}
+    assert "test_box" in init and "test_outer" not in init
+    assert "test_outer" in key and "test_box" not in key

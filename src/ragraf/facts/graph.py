@@ -29,6 +29,7 @@ _REEXPORT_HOPS = 4
 _NODE_KINDS = frozenset(
     {"function", "method", "class", "struct", "interface", "trait", "enum", "type", "module"}
 )
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "constructor", "new", "init"})
 _SELF = frozenset({"self", "cls", "this", "Self", "super"})
 _RUST_ROOTS = frozenset({"crate", "self", "super"})
 _IDENT = r"[A-Za-z_$][\w$]*"
@@ -419,7 +420,22 @@ class CodeGraph:
             site = self.resolve(r)
             if any(t.key == node.key for t in site.targets) and site.caller.key != node.key:
                 out.append(site)
+        owner = self._owner(node)
+        if owner is not None:
+            # a constructor runs where its class is called; a nested function where its enclosing one runs
+            out.append(CallSite(owner, node.name, node.path, node.line, "reference", None, "exact", (node,)))
         return out + self.importers(node)
+
+    def _owner(self, node: Node) -> Node | None:
+        """The class of a constructor, or the function a nested function sits in: what runs it."""
+        if not node.container:
+            return None
+        for d in self.defs_in(node.path):
+            if _qualified(d) == node.container and d.start_line <= node.line <= d.end_line:
+                is_class = d.kind in ("class", "struct")
+                if (is_class and node.name in _CONSTRUCTORS) or d.kind in ("function", "method"):
+                    return node_of(d)
+        return None
 
     def importers(self, node: Node) -> list[CallSite]:
         """The files that import the definition (or the module) by name: an agent's callers too."""
