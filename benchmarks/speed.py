@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -142,6 +143,28 @@ def load_queries(path: Path | None) -> tuple[list[str], list[str]]:
     return [q for q in lines if " " in q], [q for q in lines if " " not in q]
 
 
+def cpu_now() -> float:
+    """CPU seconds of this process and its finished children (the index workers) so far."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def static_throughput(idx: Any, limit: int = 20_000) -> tuple[int, float, float]:
+    """(chunks, wall s, CPU s) of the static table embedding up to `limit` of the index's chunks
+    (as the index run sends them: 128 at a time), read from the store first."""
+    from ragraf.embed.static import StaticEmbedder
+    from ragraf.index.embedding import embed_text
+
+    store, rev = idx.store(), idx.store().current_revision()
+    texts = [embed_text(h) for h in store.chunks_missing_vectors(rev.rev_no, "none/speed", limit)]
+    embedder = StaticEmbedder()
+    embedder.load()
+    t, c = time.perf_counter(), cpu_now()
+    for start in range(0, len(texts), 128):
+        embedder.embed(texts[start : start + 128])
+    return len(texts), time.perf_counter() - t, cpu_now() - c
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     """Wall seconds of one call and its value."""
     t = time.perf_counter()
@@ -247,7 +270,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         idx = Index.open(root, embedder="none", home=str(home))
         try:
             log("cold lexical index ...")
+            cpu0 = cpu_now()
             wall, rep = timed(lambda: idx.index(full=True, quiet=True))
+            lexical_wall, lexical_cpu = wall, cpu_now() - cpu0
             rep = rep.to_dict()
             n_files, chunks = files_total(rep), rep.get("chunks")
             figures.append(
@@ -260,6 +285,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 )
             )
             figures.append(Figure("cold_s", f"  {n_files} files, {_count(chunks)} chunks", wall, "s"))
+            figures.append(Figure("cold_cpu_s", "  CPU (process and workers)", lexical_cpu, "s"))
+            if args.embedder == "static":
+                n, swall, scpu = static_throughput(idx)
+                figures.append(
+                    Figure("static_chunks_per_s", f"static embedding, {n} chunks", n / swall, "chunks/s")
+                )
+                figures.append(Figure("static_chunks_per_cpu_s", "  per CPU-second", n / scpu, "chunks/s"))
 
             log("no-change re-index ...")
             lib = [timed(lambda: idx.index(quiet=True))[0] for _ in range(args.repeat)]
@@ -370,9 +402,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.embedder and args.embedder != "none":
             ehome = work / f"home-{args.embedder}"
             log(f"cold index with embedder {args.embedder} (empty embedding cache) ...")
-            eidx = Index.open(root, embedder=args.embedder, home=str(ehome))
+            more = {"embed_max_chunks": args.transformer_chunks} if args.transformer_chunks else {}
+            eidx = Index.open(root, embedder=args.embedder, home=str(ehome), **more)
             try:
+                cpu0 = cpu_now()
                 wall, rep = timed(lambda: eidx.index(full=True, quiet=True))
+                embed_cpu = cpu_now() - cpu0
                 rep = rep.to_dict()
                 figures.append(
                     Figure(
@@ -383,6 +418,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                 )
                 figures.append(Figure("cold_embed_s", f"  {_count(rep.get('chunks'))} chunks", wall, "s"))
+                figures.append(Figure("cold_embed_cpu_s", "  CPU (process and workers)", embed_cpu, "s"))
+                # Every chunk has a vector when this run ends with embedder = static, or with two
+                # tiers and --transformer-chunks 1 (the static tier complete, the transformer begun).
+                figures.append(
+                    Figure(
+                        "semantic_vs_lexical",
+                        "  against the lexical cold index (wall)",
+                        wall / lexical_wall,
+                        "x",
+                    )
+                )
+                figures.append(
+                    Figure(
+                        "semantic_vs_lexical_cpu",
+                        "  against the lexical cold index (CPU)",
+                        embed_cpu / lexical_cpu,
+                        "x",
+                    )
+                )
+                covered = eidx.search("settings", k=1).capability
+                notes.append(
+                    f"after the {args.embedder} run: tiers {covered.tiers}, coverage {covered.semantic_coverage}"
+                )
                 lat = search_latencies(eidx, [*nl, *ident], "hybrid", args.repeat)
                 figures.append(Figure("hybrid_p50_ms", "hybrid search p50", metric.percentile(lat, 50), "ms"))
                 figures.append(Figure("hybrid_p95_ms", "hybrid search p95", metric.percentile(lat, 95), "ms"))
@@ -453,6 +511,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=Path, help="queries, one per line (default: built-in questions)")
     ap.add_argument(
         "--embedder", default=None, help="also measure a cold index with this embedder (e.g. local)"
+    )
+    ap.add_argument(
+        "--transformer-chunks",
+        type=int,
+        default=0,
+        help="with --embedder local (two tiers): embed_max_chunks for that run (1: time until every chunk "
+        "has a vector, the static tier's, with the transformer tier begun)",
     )
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median kept)")
     ap.add_argument("--tmp", default=None, help="where the temporary copy goes (default: the system temp)")
