@@ -20,6 +20,7 @@ pytestmark = pytest.mark.anyio
 
 ALL_TOOLS = [
     "search",
+    "localize",
     "find_symbol",
     "find_references",
     "outline",
@@ -40,6 +41,10 @@ ALL_TOOLS = [
 # One good call per tool, and what its text must cite.
 GOOD_CALLS: dict[str, tuple[dict[str, Any], str]] = {
     "search": ({"query": "TCPConnector keep-alive", "top_k": 3}, "src/app/server.py:"),
+    "localize": (
+        {"text": "TCPConnector.connect fails in resolve_host\nsocket.gaierror"},
+        "src/app/server.py",
+    ),
     "find_symbol": ({"name": "TCPConnector"}, "src/app/server.py:4"),
     "find_references": ({"name": "resolve_host", "calls": True}, "src/app/server.py:11"),
     "outline": ({"path": "src/app/server.py"}, "src/app/server.py:14"),
