@@ -217,7 +217,8 @@ class Verifier:
 
 
 def reader_main(spec: dict[str, Any]) -> None:
-    """One reader: loop every read operation until the deadline; write what happened to spec['out']."""
+    """One reader: loop every read operation until the deadline has passed, the writers are done (the
+    stop file exists) and it has tried at least spec['min_ops']; write what happened to spec['out']."""
     from ragraf import Index
     from ragraf.errors import UsageError
 
@@ -230,8 +231,12 @@ def reader_main(spec: dict[str, Any]) -> None:
     latencies: list[float] = []
     revs: list[str] = []
     idx = Index.open(root)
-    deadline = spec["until"]
-    while time.time() < deadline:
+    deadline, stop, min_ops = spec["until"], Path(spec["stop"]), spec.get("min_ops", 0)
+    attempts = 0
+    while time.time() < deadline or attempts < min_ops or not stop.exists():
+        if attempts == 1:
+            Path(spec["out"] + ".started").touch()  # the writers go on at least until every reader tried
+        attempts += 1
         op = rng.choice(["search", "search", "search", "def", "refs", "outline", "status", "drift", "read"])
         name = rng.choice(NAMES)
         t0 = time.perf_counter()
@@ -272,6 +277,7 @@ def reader_main(spec: dict[str, Any]) -> None:
         json.dumps(
             {
                 "ops": dict(ops),
+                "attempts": attempts,
                 "errors": errors,
                 "inconsistent": inconsistent,
                 "latencies": latencies,
@@ -285,9 +291,20 @@ def reader_main(spec: dict[str, Any]) -> None:
 # writers and the editor ---------------------------------------------------------------------------
 
 
-def writer_loop(name: str, root: Path, env: dict[str, str], until: float, out: list[dict[str, Any]]) -> None:
-    """`ragraf index` again and again until the deadline."""
-    while time.time() < until:
+def writer_loop(
+    name: str,
+    root: Path,
+    env: dict[str, str],
+    until: float,
+    min_runs: int,
+    readers_started: Callable[[], bool],
+    out: list[dict[str, Any]],
+) -> None:
+    """`ragraf index` again and again until the deadline has passed, this writer ran min_runs times and
+    every reader has answered once (so the writers' runs meet the readers on any machine)."""
+    runs = 0
+    while time.time() < until or runs < min_runs or not readers_started():
+        runs += 1
         t0 = time.monotonic()
         proc = subprocess.run(
             ragraf_cmd("index", "--root", str(root)), env=env, capture_output=True, text=True
@@ -299,8 +316,11 @@ def writer_loop(name: str, root: Path, env: dict[str, str], until: float, out: l
         })  # fmt: skip
 
 
-def editor_loop(editor: ArchivingEditor, until: float, pause_s: float, out: Counter[str]) -> None:
-    while time.time() < until:
+def editor_loop(
+    editor: ArchivingEditor, writers_done: threading.Event, pause_s: float, out: Counter[str]
+) -> None:
+    """Edit until the writers are done."""
+    while not writers_done.is_set():
         done = editor.round(
             editor.rng.randint(1, 3),
             create=int(editor.rng.random() < 0.3),
@@ -436,7 +456,12 @@ def run(
     seed: int = 3,
     workdir: Path | None = None,
     log: Callable[[str], None] = print,
+    min_index_runs: int = 0,
+    min_reader_ops: int = 0,
 ) -> dict[str, Any]:
+    """The campaign runs for `seconds` and, whatever the machine's speed, until every writer ran
+    `min_index_runs` times and every reader tried `min_reader_ops` operations; the readers and the
+    editor keep going until the writers are done, so every writer run meets readers and edits."""
     tmp = Path(workdir or tempfile.mkdtemp(prefix="ragraf-concurrency-"))
     root, home, cache = tmp / "corpus", tmp / "home", tmp / "cache"
     root.mkdir(parents=True)
@@ -462,13 +487,17 @@ def run(
         raise RuntimeError(f"initial index failed: {first}")
     db_path = index_db_path(root, env)
     editor = ArchivingEditor(root, seed, archive)
+    # One round before the writers start, so the first run to take the lock makes a new revision.
+    edits: Counter[str] = Counter(editor.round(2, create=1, delete=0))
+    stop = tmp / "writers-done"
     until = time.time() + seconds
     t0 = time.monotonic()
     procs = []
     for i in range(readers):
         spec = {
             "root": str(root), "db": str(db_path), "archive": str(archive.folder), "seed": seed * 100 + i,
-            "until": until, "mode": mode, "out": str(tmp / f"reader-{i}.json"),
+            "until": until, "mode": mode, "out": str(tmp / f"reader-{i}.json"), "stop": str(stop),
+            "min_ops": min_reader_ops,
         }  # fmt: skip
         procs.append(
             subprocess.Popen(
@@ -478,18 +507,32 @@ def run(
             )
         )
     runs: list[dict[str, Any]] = []
-    edits: Counter[str] = Counter()
-    threads = [threading.Thread(target=editor_loop, args=(editor, until, 0.3, edits))]
-    threads += [
-        threading.Thread(target=writer_loop, args=(f"w{i + 1}", root, env, until, runs))
+    writers_done = threading.Event()
+    editor_thread = threading.Thread(target=editor_loop, args=(editor, writers_done, 0.3, edits))
+    outs = [tmp / f"reader-{i}.json" for i in range(readers)]
+
+    def readers_started() -> bool:
+        # A reader that died will not start: its exit ends the wait, and its report names it.
+        return all(
+            Path(f"{o}.started").exists() or p.poll() is not None for o, p in zip(outs, procs, strict=True)
+        )
+
+    threads = [
+        threading.Thread(
+            target=writer_loop, args=(f"w{i + 1}", root, env, until, min_index_runs, readers_started, runs)
+        )
         for i in range(writers)
     ]
+    editor_thread.start()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    writers_done.set()
+    stop.touch()
+    editor_thread.join()
     for p in procs:
-        p.wait(timeout=120)
+        p.wait(timeout=900)  # only stops a hang: a reader ends after its minimum and the writers
     loop_s = time.monotonic() - t0
     reader_data = []
     for i, p in enumerate(procs):
@@ -532,6 +575,7 @@ def run(
         "index_runs_that_waited": sum(r["waited"] for r in runs),
         "new_revisions": sum(1 for r in runs if r["stdout"].startswith("rev-")),
         "reader_ops": sum(ops.values()),
+        "reader_attempts": [d.get("attempts", 0) for d in reader_data],
         "reader_ops_by_kind": dict(ops),
         "reader_errors": errors[:50],
         "reader_error_count": len(errors),

@@ -126,11 +126,12 @@ def test_a_reset_connection_is_retried(server, remote, sleeps):
 
 def test_a_hang_past_the_timeout_raises_embed_timeout_without_retrying(server, sleeps):
     embedder = make_remote(server, sleeps, timeout_s=0.3)
-    server.script = [Reply(hang=1.5)]
+    server.script = [Reply(hang=60)]
     start = time.monotonic()
     with pytest.raises(EmbedTimeout, match="did not answer within 0.3 s"):
         embedder.embed(["a"])
-    assert time.monotonic() - start < 1.2
+    # Only tells a cut request from one that waited out the hang, on any machine.
+    assert time.monotonic() - start < 30
     assert sleeps == [] and len(server.requests) == 1
 
 

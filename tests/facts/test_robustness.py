@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 import traceback
 from collections.abc import Callable
 
@@ -180,11 +179,10 @@ def test_a_language_without_rules_is_unsupported_and_empty() -> None:
         assert (facts.supported, facts.definitions, facts.references, facts.imports) == (False, (), (), ())
 
 
-def test_five_thousand_definitions_are_all_found_quickly() -> None:
+@pytest.mark.timeout(120)  # a quadratic walk would take hours; a linear one a fraction of a second
+def test_five_thousand_definitions_are_all_found() -> None:
     text = "".join(f"def f{i}(x):\n    return g{i}(x)\n" for i in range(5000))
-    started = time.perf_counter()
     facts = extract_facts(text, "python")
-    assert time.perf_counter() - started < 5
     assert len(facts.definitions) == 5000
     assert facts.definitions[4999].line == 9999
     assert sum(r.is_call for r in facts.references) == 5000

@@ -15,7 +15,7 @@ from ragraf.languages import language_of
 from ragraf.store.sqlite import SqliteStore
 from reliability import crash
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(1800)  # only stops a hang
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from reliability import scale
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(1800)  # only stops a hang
 
 
 @pytest.fixture(scope="module")
