@@ -87,6 +87,27 @@ def test_429_without_retry_after_backs_off_exponentially(server, remote, sleeps)
     assert sleeps == [1.0, 2.0]
 
 
+def test_a_query_with_one_attempt_waits_a_retry_after_that_fits_its_budget(server, sleeps):
+    query = make_remote(server, sleeps, retry=RetryPolicy(max_attempts=1, budget_s=5.0))
+    server.script = [Reply(429, {"error": "slow down"}, {"Retry-After": "1"})]
+    assert query.embed(["a"]).shape == (1, DIM)
+    assert sleeps == [1.0] and len(server.requests) == 2
+
+
+def test_a_query_with_one_attempt_waits_only_once_and_never_past_its_budget(server, sleeps):
+    query = make_remote(server, sleeps, retry=RetryPolicy(max_attempts=1, budget_s=5.0))
+    server.script = [Reply(429, {"error": "slow down"}, {"Retry-After": "1"})] * 3
+    with pytest.raises(ProviderUnavailable, match="failed 2 times; last: HTTP 429"):
+        query.embed(["a"])
+    assert sleeps == [1.0] and len(server.requests) == 2
+    sleeps.clear()
+    server.requests.clear()
+    server.script = [Reply(429, {"error": "slow down"}, {"Retry-After": "9"})]
+    with pytest.raises(ProviderUnavailable, match="failed 1 times"):
+        query.embed(["a"])
+    assert sleeps == [] and len(server.requests) == 1
+
+
 def test_a_retry_after_beyond_the_cap_fails_at_once(server, remote, sleeps):
     server.script = [Reply(429, {"error": "quota"}, {"Retry-After": "3600"})]
     with pytest.raises(ProviderUnavailable, match="rate limited for 3600 s"):

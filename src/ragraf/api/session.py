@@ -96,7 +96,10 @@ class Session:
 
             timeout = min(QUERY_TIMEOUT_S, self.settings.embed_timeout_s)
             self._query_embedder = make_embedder(
-                self.settings, timeout_s=timeout, retry=RetryPolicy(max_attempts=1)
+                self.settings,
+                timeout_s=timeout,
+                # One try; a 429 asking for a second or two is waited within the query's budget.
+                retry=RetryPolicy(max_attempts=1, budget_s=QUERY_TIMEOUT_S),
             )
         return self._query_embedder
 

@@ -42,6 +42,13 @@ class RetryPolicy:
     max_delay_s: float = 30.0
     # A Retry-After longer than this is a quota reset, not a hiccup: fail and say so.
     max_retry_after_s: float = 120.0
+    # A call with a time budget (a query's 5 s): once its attempts are spent, a Retry-After that still
+    # fits in the budget is waited and the request tried once more, rather than giving up a second early.
+    budget_s: float | None = None
+
+    def fits(self, elapsed_s: float, wait_s: float) -> bool:
+        """True when waiting wait_s after elapsed_s stays within the budget."""
+        return self.budget_s is not None and elapsed_s + wait_s < self.budget_s
 
     def backoff(self, attempt: int) -> float:
         """Delay after the attempt-th failure (1-based): 1, 2, 4, 8 … capped at max_delay_s."""
@@ -140,7 +147,10 @@ class HttpEndpoint:
         """POST payload to base_url + path and return the decoded JSON answer."""
         url = self.base_url + path
         last = ""
-        for attempt in range(1, self.retry.max_attempts + 1):
+        started = time.monotonic()
+        attempt, extra = 0, False
+        while True:
+            attempt += 1
             delay = self.retry.backoff(attempt)
             try:
                 response = self._post_within_deadline(url, payload)
@@ -188,10 +198,20 @@ class HttpEndpoint:
                         suggest=f"wait, or use another model or key {off_switch()}",
                     )
                 delay = wait if wait is not None else delay
-            if attempt < self.retry.max_attempts:
-                self.sleep(delay)
+                if (
+                    attempt >= self.retry.max_attempts
+                    and wait is not None
+                    and not extra
+                    and self.retry.fits(time.monotonic() - started, wait)
+                ):
+                    extra = True
+                    self.sleep(wait)
+                    continue
+            if attempt >= self.retry.max_attempts:
+                break
+            self.sleep(delay)
         raise ProviderUnavailable(
-            f"{self.provider} at {self.base_url} failed {self.retry.max_attempts} times; last: {last}",
+            f"{self.provider} at {self.base_url} failed {attempt} times; last: {last}",
             suggest=f"check that {self.server_name} is healthy, then re-run (work done so far is cached) {off_switch()}",
         )
 
