@@ -616,3 +616,11 @@ def test_a_read_only_index_home_is_named_not_called_damaged(sample: Path) -> Non
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     error = json.loads(out.stdout)["error"]
     assert error["code"] == "store" and "--full" not in error["suggest"], error
+
+
+def test_doctor_says_facts_answer_where_they_do(sample: Path) -> None:
+    idx = Index.open(sample)
+    idx.index()
+    assert idx.find_symbol("retry_with_jitter").to_dict()["capability"]["facts"] is True
+    assert idx.doctor().to_dict()["capability"]["facts"] is True
+    idx.close()

@@ -29,6 +29,7 @@ class HealthOps(Session):
         try:
             rev = self._current()
             env.index_rev, env.corpus_hash = rev.rev, rev.corpus_hash
+            env.capability.facts = True  # every revision holds its facts (def, refs, outline answer)
             add(
                 "index", True, f"{rev.rev}: {rev.files} files, {rev.chunks} chunks in {self.settings.db_path}"
             )
