@@ -10,6 +10,7 @@ from typing import Any
 from ragraf.api import Envelope
 from ragraf.api.changes_format import as_text
 from ragraf.api.render import (
+    printable,
     render_drift,
     render_facts,
     render_localize,
@@ -34,7 +35,9 @@ def _header(data: dict[str, Any]) -> list[str]:
     if cap.get("degraded"):
         lines.append("WARNING: degraded: " + "; ".join(cap.get("reasons") or []))
     for w in data.get("stale_warnings") or []:
-        lines.append(f"WARNING: {w['path']} {w['reason']}; {stale_action(w['path'], w['suggest'])}")
+        lines.append(
+            f"WARNING: {printable(w['path'])} {w['reason']}; {stale_action(w['path'], w['suggest'])}"
+        )
     for note in data.get("notes") or []:
         lines.append(f"NOTE: {note}")
     if not error:
@@ -48,13 +51,13 @@ def _result(r: Any) -> str:
     path = r.get("path")
     if path and "line" in r:
         end = r.get("end_line")
-        where = f"{path}:{r['line']}" + (f"-{end}" if end and end != r["line"] else "")
+        where = f"{printable(path)}:{r['line']}" + (f"-{end}" if end and end != r["line"] else "")
         indent = "  " * int(r.get("depth") or 0)
         container = f" in {r['container']}" if r.get("container") else ""
         stale = "  [STALE]" if r.get("stale") else ""
         return f"{indent}{where}  {r.get('kind') or ''} {r.get('name') or ''}{container}{stale}".rstrip()
     if path and "start_line" in r:
-        head = f"{path}:{r['start_line']}-{r.get('end_line', r['start_line'])}"
+        head = f"{printable(path)}:{r['start_line']}-{r.get('end_line', r['start_line'])}"
         if r.get("differs_from_index"):
             head += "  [differs from the index]"
         body = r.get("content", r.get("snippet"))
@@ -178,7 +181,7 @@ def render_report(data: dict[str, Any], warnings: bool = True) -> str:
     lines.append(line)
     skipped = data.get("skipped_files") or []
     if skipped:
-        named = ", ".join(f"{s['path']} ({s['reason']})" for s in skipped[:SKIPPED_SHOWN])
+        named = ", ".join(f"{printable(s['path'])} ({s['reason']})" for s in skipped[:SKIPPED_SHOWN])
         more = len(skipped) - SKIPPED_SHOWN
         lines.append(
             f"skipped for their content: {named}"

@@ -11,11 +11,20 @@ _MIN_SNIPPET_LINES = 3
 More = Callable[[int], str]
 
 
+# Control characters in a path (a file named "a\nWARNING: …") shown as \xNN: text lines cannot be forged.
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]}
+
+
+def printable(path: str) -> str:
+    """A path as agent text shows it: control characters escaped."""
+    return path.translate(_CONTROL)
+
+
 def stale_action(path: str, suggest: str) -> str:
     """What to do about a stale result: read it live, or reindex (a deleted file)."""
     if suggest == "reindex":
         return "run `ragraf index`"
-    return f"read it live: `ragraf read {path}`"
+    return f"read it live: `ragraf read {printable(path)}`"
 
 
 def _header(env: Envelope) -> list[str]:
@@ -30,7 +39,7 @@ def _header(env: Envelope) -> list[str]:
     elif cap.reasons:  # partial semantic coverage: answers are semantic only where vectors exist
         lines.append("NOTE: " + "; ".join(cap.reasons))
     for w in env.stale_warnings:
-        lines.append(f"WARNING: {w.path} {w.reason}; {stale_action(w.path, w.suggest)}")
+        lines.append(f"WARNING: {printable(w.path)} {w.reason}; {stale_action(w.path, w.suggest)}")
     for note in env.notes:
         lines.append(f"NOTE: {note}")
     lines.append(f"[{env.op} @ {env.index_rev or 'no index'} · state {env.state}]")
@@ -43,7 +52,7 @@ def _result_block(r: SearchResult, max_lines: int | None) -> str:
     lines = r.snippet.split("\n")
     if max_lines is not None and len(lines) > max_lines:
         lines = lines[:max_lines] + [f"… ({len(r.snippet.split(chr(10))) - max_lines} more lines)"]
-    return f"{r.path}:{r.start_line}-{r.end_line}{sym}{tag}\n" + "\n".join(lines)
+    return f"{printable(r.path)}:{r.start_line}-{r.end_line}{sym}{tag}\n" + "\n".join(lines)
 
 
 def _fitted(r: SearchResult, room: int, bare: bool) -> tuple[str, int]:
@@ -120,9 +129,11 @@ def _fact_lines(env: Envelope, f: dict, group: object) -> tuple[list[str], objec
     lines = []
     if env.op == "refs" and (f["path"], f["container"]) != group:
         group = (f["path"], f["container"])
-        lines.append(f"{f['path']} · in {f['container'] or '<module>'}")
+        lines.append(f"{printable(f['path'])} · in {f['container'] or '<module>'}")
     stale = "  [STALE]" if f["stale"] else ""
-    where = f"{f['path']}:{f['line']}" + (f"-{f['end_line']}" if f["end_line"] != f["line"] else "")
+    where = f"{printable(f['path'])}:{f['line']}" + (
+        f"-{f['end_line']}" if f["end_line"] != f["line"] else ""
+    )
     owner = f"{f['container']}." if f.get("container") and env.op != "refs" else ""
     detail = f"  {f['signature']}" if env.op == "def" and f.get("signature") else ""
     lines.append(f"  {where}  {owner}{f['name']} ({f['kind']}){stale}{detail}")
@@ -166,7 +177,7 @@ def render_outline(env: Envelope) -> str:
     for f in env.results:
         stale = "  [STALE]" if f["stale"] else ""
         lines.append(
-            f"{'  ' * f['depth']}{f['name']} ({f['kind']})  {f['path']}:{f['line']}-{f['end_line']}{stale}"
+            f"{'  ' * f['depth']}{f['name']} ({f['kind']})  {printable(f['path'])}:{f['line']}-{f['end_line']}{stale}"
         )
     return "\n".join(lines)
 
@@ -184,7 +195,7 @@ def render_read(env: Envelope, budget_bytes: int | None = None, more: More | Non
             if r["differs_from_index"]
             else "same as the index"
         )
-        head = f"{r['path']}:{r['start_line']}-{r['end_line']} of {r['total_lines']} ({state})"
+        head = f"{printable(r['path'])}:{r['start_line']}-{r['end_line']} of {r['total_lines']} ({state})"
         lines.append(head)
         used += len(head.encode()) + 1
         width = len(str(r["end_line"]))
@@ -221,7 +232,7 @@ def render_drift(env: Envelope) -> str:
         syms, chunks = len(e["affected_symbols"]), len(e["affected_nodes"])
         named = ", ".join(e["affected_symbols"][:5]) + (" …" if syms > 5 else "")
         lines.append(
-            f"#{e['entry_id']} {e['change']:<6} {e['path']}  (seen by {e['detected_by']} at {e['detected_at']})"
+            f"#{e['entry_id']} {e['change']:<6} {printable(e['path'])}  (seen by {e['detected_by']} at {e['detected_at']})"
             + (f"\n    {syms} indexed definitions in it may be out of date: {named}" if syms else "")
             + (f"\n    {chunks} indexed chunks of it answer searches as stale" if chunks else "")
         )
@@ -273,10 +284,10 @@ def render_localize(env: Envelope, budget_bytes: int = 16 * 1024) -> str:
     used = sum(len(line.encode()) + 1 for line in lines)
     for i, r in enumerate(env.results):
         stale = "  [STALE]" if r["stale"] else ""
-        block = [f"{i + 1}. {r['path']}  {r['kind']}{stale}"]
+        block = [f"{i + 1}. {printable(r['path'])}  {r['kind']}{stale}"]
         block += [f"   - {e['detail']}" for e in r["evidence"]]
         block += [
-            f"   {c['path']}:{c['start_line']}-{c['end_line']}"
+            f"   {printable(c['path'])}:{c['start_line']}-{c['end_line']}"
             + (f"  {c['symbol']}" if c.get("symbol") else "")
             for c in r["chunks"]
         ]
