@@ -37,6 +37,7 @@ from ragraf.adapters.tools import (
     ToolRunner,
     failure,
 )
+from ragraf.adapters.web_page import page_routes
 from ragraf.errors import ConfigError, RagrafError
 
 log = logging.getLogger("ragraf.http")
@@ -327,6 +328,10 @@ def create_app(
         for spec in TOOL_LIST
     ]
     routes += [Route("/healthz", healthz, methods=["GET"]), Route("/openapi.json", openapi, methods=["GET"])]
+    # The web page at / (web_page.py): the same runner, Host check and token as /v1.
+    routes += page_routes(
+        runner, token, lambda r: not check_host or is_loopback(_host_name(r.headers.get("host", "")))
+    )
     middleware = []
     if cors_origins:
         middleware.append(

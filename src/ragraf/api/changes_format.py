@@ -16,10 +16,9 @@ def _sections(report: dict[str, Any]) -> list[tuple[str, list[tuple[str, ...]], 
     files = report["files"]
     symbols = report["symbols"]
     return [
-        ("Files added", [(f["path"], f["sha256"][:12]) for f in files["added"]], ("path", "sha256")),
-        ("Files modified", [(f["path"], f["old_sha256"][:12], f["sha256"][:12]) for f in files["modified"]],
-         ("path", "old sha256", "new sha256")),
-        ("Files deleted", [(f["path"], f["old_sha256"][:12]) for f in files["deleted"]], ("path", "old sha256")),
+        ("Files added", [(f["path"],) for f in files["added"]], ("path",)),
+        ("Files modified", [(f["path"],) for f in files["modified"]], ("path",)),
+        ("Files deleted", [(f["path"],) for f in files["deleted"]], ("path",)),
         ("Symbols added", [(s["name"], s["kind"] or "", _where(s), s["rev"]) for s in symbols["added"]],
          ("symbol", "kind", "where", "revision")),
         ("Symbols removed", [(s["name"], s["kind"] or "", _where(s), s["rev"]) for s in symbols["removed"]],
@@ -39,8 +38,18 @@ def _title(report: dict[str, Any]) -> str:
     return f"ragraf: knowledge changes {report['from']['rev']} → {report['to']['rev']}"
 
 
+def _count(key: str, n: int) -> str:
+    """'1 file added', '3 files added', '1 ledger entry' (the keys are files_added, ledger_entries …)."""
+    noun, _, rest = key.partition("_")
+    if noun == "ledger":
+        noun, rest = "ledger entr" + ("y" if n == 1 else "ies"), ""
+    elif n == 1:
+        noun = noun.removesuffix("s")
+    return f"{n} {noun} {rest}".rstrip()
+
+
 def _counts(report: dict[str, Any]) -> str:
-    return ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report["counts"].items())
+    return ", ".join(_count(k, v) for k, v in report["counts"].items())
 
 
 def as_text(report: dict[str, Any]) -> str:
@@ -70,7 +79,20 @@ h1{font-size:1.5rem}h2{font-size:1.1rem;margin-top:2rem;border-bottom:1px solid 
 table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;padding:.3rem .6rem;
 border-bottom:1px solid #eceff2;vertical-align:top}th{background:#f5f7f9}code{font:.85rem ui-monospace,monospace}
 .counts{display:flex;flex-wrap:wrap;gap:.5rem}.counts span{background:#eef3f8;border-radius:4px;padding:.2rem .5rem}
-.none{color:#7a8694}"""
+.none{color:#7a8694}h3{font-size:.95rem;margin:1.2rem 0 .3rem}
+pre.diff{background:#f7f8fa;padding:.5rem;overflow-x:auto;font:.82rem/1.4 ui-monospace,monospace}
+.diff .add{background:#e4f6e6;display:block}.diff .del{background:#fbe6e6;display:block}.diff .hunk{color:#6a5acd}"""
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff as a <pre>, its added and removed lines marked (every line escaped)."""
+    rows = []
+    for line in diff.split("\n"):
+        cls = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
+        if line.startswith(("+++", "---", "@@")):
+            cls = "hunk"
+        rows.append(f'<span class="{cls}">{html.escape(line)}</span>' if cls else html.escape(line))
+    return '<pre class="diff">' + "\n".join(rows) + "</pre>"
 
 
 def as_html(report: dict[str, Any]) -> str:
@@ -83,7 +105,7 @@ def as_html(report: dict[str, Any]) -> str:
         f"<p>{e(report['from']['rev'])} ({e(report['from']['created_at'])}) → "
         f"{e(report['to']['rev'])} ({e(report['to']['created_at'])})</p>",
         '<div class="counts">' + "".join(
-            f"<span>{v} {e(k.replace('_', ' '))}</span>" for k, v in report["counts"].items()) + "</div>",
+            f"<span>{e(_count(k, v))}</span>" for k, v in report["counts"].items()) + "</div>",
     ]  # fmt: skip
     for title, rows, headers in _sections(report):
         parts.append(f"<h2>{e(title)} ({len(rows)})</h2>")
@@ -95,6 +117,12 @@ def as_html(report: dict[str, Any]) -> str:
         )
         parts.extend("<tr>" + "".join(f"<td><code>{e(c)}</code></td>" for c in row) + "</tr>" for row in rows)
         parts.append("</tbody></table>")
+    diffs = [s for s in report["symbols"]["changed"] if s.get("diff")]
+    if diffs:
+        parts.append(f"<h2>What changed in each definition ({len(diffs)})</h2>")
+        parts.extend(
+            f"<h3><code>{e(s['name'])}</code> {e(_where(s))}</h3>{diff_html(s['diff'])}" for s in diffs
+        )
     parts.append("</body></html>")
     return "\n".join(parts)
 

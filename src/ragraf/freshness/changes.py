@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import defaultdict
 
 from ragraf.store import FactHit, Revision, Store
+
+DIFF_LINES = 80  # a changed definition's diff is cut here, with the count of lines left out
+
+
+def _lines(store: Store, rev: Revision, path: str) -> dict[int, str]:
+    """The file's lines as the revision's chunks hold them, by line number."""
+    lines: dict[int, str] = {}
+    for chunk in store.chunks_of(rev.rev_no, path):
+        texts = chunk.text.split("\n")
+        if len(texts) == chunk.end_line - chunk.start_line + 1:  # a chunk that is not the file's lines as-is
+            lines.update(zip(range(chunk.start_line, chunk.end_line + 1), texts, strict=True))
+    return lines
+
+
+def _diff(old: dict[int, str], new: dict[int, str], was: FactHit, now: FactHit) -> str:
+    """A unified diff of one definition between two revisions, cut at DIFF_LINES."""
+    a = [old.get(n, "") for n in range(was.line, (was.end_line or was.line) + 1)]
+    b = [new.get(n, "") for n in range(now.line, (now.end_line or now.line) + 1)]
+    out = list(
+        difflib.unified_diff(a, b, f"{was.path}:{was.line}", f"{now.path}:{now.line}", lineterm="", n=2)
+    )
+    if len(out) > DIFF_LINES:
+        out = [*out[:DIFF_LINES], f"… {len(out) - DIFF_LINES} more diff lines"]
+    return "\n".join(out)
 
 
 def _symbol(hit: FactHit, rev: str) -> dict[str, object]:
@@ -42,6 +67,7 @@ def changes_report(store: Store, a: Revision, b: Revision) -> dict[str, object]:
         sym_removed += [_symbol(h, a.rev) for hits in _defs(store, a, path).values() for h in hits]
     for path in modified:
         old, new = _defs(store, a, path), _defs(store, b, path)
+        old_lines, new_lines = _lines(store, a, path), _lines(store, b, path)
         for key in sorted(set(old) | set(new)):
             before, after = old.get(key, []), new.get(key, [])
             for i in range(max(len(before), len(after))):
@@ -51,8 +77,14 @@ def changes_report(store: Store, a: Revision, b: Revision) -> dict[str, object]:
                     sym_removed.append(_symbol(before[i], a.rev))
                 elif (before[i].signature, before[i].body_hash) != (after[i].signature, after[i].body_hash):
                     entry = _symbol(after[i], b.rev)
-                    entry["was"] = {"line": before[i].line, "rev": a.rev, "signature": before[i].signature}
+                    entry["was"] = {
+                        "line": before[i].line,
+                        "end_line": before[i].end_line,
+                        "rev": a.rev,
+                        "signature": before[i].signature,
+                    }
                     entry["signature_changed"] = before[i].signature != after[i].signature
+                    entry["diff"] = _diff(old_lines, new_lines, before[i], after[i])
                     sym_changed.append(entry)
     # The revisions after a up to b that could have closed entries: this view's by name (a work
     # tree's are `rev-0003+wt-name.2`), and the plain names of numbers no longer retained.
