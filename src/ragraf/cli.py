@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from ragraf.api.render import (
     render_status,
 )
 from ragraf.corpus.extract import is_utf8
-from ragraf.errors import RagrafError, UsageError
+from ragraf.errors import EXIT_INTERRUPTED, RagrafError, UsageError
 from ragraf.index.progress import make_progress
 
 
@@ -136,9 +137,15 @@ def index_cmd(
     """Index PATH (default: --root) incrementally; a new revision when something changed."""
     idx = Index.open(path or root)
     progress = make_progress(quiet or as_json)
-    report = idx.index(
-        full=full, dry_run_only=dry_run, progress=progress, wait=not no_wait, lexical_only=lexical_only
-    )
+    started = time.time()
+    try:
+        report = idx.index(
+            full=full, dry_run_only=dry_run, progress=progress, wait=not no_wait, lexical_only=lexical_only
+        )
+    except KeyboardInterrupt:
+        progress.done()
+        click.echo(_interrupted(path or root, started), err=True)
+        return EXIT_INTERRUPTED
     data = report if isinstance(report, dict) else report.to_dict()
     if as_json:
         _print_json(data)
@@ -149,6 +156,25 @@ def index_cmd(
             click.echo(f"WARNING: {warning}", err=True)
         click.echo(render_report(data, warnings=False))
     return 0
+
+
+def _interrupted(root: Path, started: float) -> str:
+    """What an interrupted index run kept, and how to resume: the last committed revision answers."""
+    lines = ["ragraf index: interrupted"]
+    try:
+        env = Index.open(root).status()
+    except (RagrafError, KeyboardInterrupt):
+        lines.append("  no revision was committed yet; nothing answers until an index run finishes")
+    else:
+        revision = env.results[0]["revision"] if env.results else {}
+        created = revision.get("created_at") or ""
+        ours = created >= time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(started)))
+        coverage = env.capability.semantic_coverage
+        kept = "this run's lexical revision committed" if ours else "the previous one (none committed)"
+        lines.append(f"  {env.index_rev} answers: {kept}; semantic coverage {coverage:.0%}")
+        lines.append("  the vectors embedded so far are kept in the cache; the next run reuses them")
+    lines.append("  → run `ragraf index` to resume")
+    return "\n".join(lines)
 
 
 def _print_dry_run(data: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragraf.corpus.secrets import REDACTION_VERSION
-from ragraf.errors import ConfigError
+from ragraf.errors import ConfigError, UsageError
 
 CHUNKER_VERSION = "3"
 FACTS_VERSION = "9"
@@ -199,7 +199,7 @@ def load_settings(root: str | Path = ".", env: dict[str, str] | None = None, **o
     env = dict(os.environ) if env is None else env
     root_path = Path(root).expanduser().resolve()
     if not root_path.is_dir():
-        raise ConfigError(
+        raise UsageError(  # a path the user typed, like a missing file: exit 2
             f"root {root_path} is not a directory", suggest="pass --root with an existing folder"
         )
     values: dict[str, object] = {}

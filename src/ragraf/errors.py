@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+# The exit codes of every `ragraf` command (README "Exit codes"): one table, nothing else exits.
+EXIT_OK = 0  # answered (an empty answer too)
+EXIT_ERROR = 1  # an error: the message says what happened and what to do
+EXIT_USAGE = 2  # a bad argument, option or path (missing, or outside the root)
+EXIT_REFUSED = 3  # the freshness policy refused to answer
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): what was kept is printed
+
 
 class RagrafError(Exception):
     """Base of every error ragraf raises on purpose."""
 
     code = "error"
-    exit_code = 1
+    exit_code = EXIT_ERROR
 
     def __init__(self, message: str, suggest: str = "") -> None:
         super().__init__(message)
@@ -24,7 +31,7 @@ class ConfigError(RagrafError):
 
 class UsageError(RagrafError):
     code = "usage"
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class IndexMissingError(RagrafError):
@@ -43,11 +50,14 @@ class RefusedError(RagrafError):
     """The freshness policy refused to answer (exit code 3)."""
 
     code = "refused"
-    exit_code = 3
+    exit_code = EXIT_REFUSED
 
 
 class PathOutsideRootError(RagrafError):
+    """A path outside the indexed root: a usage error, like a path that does not exist."""
+
     code = "outside_root"
+    exit_code = EXIT_USAGE
 
 
 class EmbedderError(RagrafError):

@@ -17,29 +17,34 @@ class Progress:
 
 
 class LineProgress(Progress):
-    """Plain lines on a non-terminal stream, at most one every two seconds per phase."""
+    """Plain lines on a non-terminal stream (a log, a pipe): at most one every `every` seconds per
+    phase, and an ETA only once there is a rate (measured from the first advance, so a slow first
+    batch, a model loading, does not make a wild first guess)."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO = sys.stderr, every: float = 5.0) -> None:
+        self.stream, self.every = stream, every
         self.phase, self.total, self.count, self.t0, self.last = "", 0, 0, 0.0, 0.0
+        self.first: tuple[float, int] | None = None  # (time, count) of the first advance
 
     def start(self, phase: str, total: int) -> None:
-        self.phase, self.total, self.count = phase, total, 0
+        self.phase, self.total, self.count, self.first = phase, total, 0, None
         self.t0 = self.last = time.monotonic()
         print(f"{phase}: {total}", file=self.stream, flush=True)
 
     def advance(self, n: int = 1) -> None:
         self.count += n
         now = time.monotonic()
-        if now - self.last >= 2.0:
-            self.last = now
-            rate = self.count / max(now - self.t0, 1e-9)
-            eta = (self.total - self.count) / rate if rate else 0
-            print(
-                f"{self.phase}: {self.count}/{self.total} ({rate:.0f}/s, eta {eta:.0f}s)",
-                file=self.stream,
-                flush=True,
-            )
+        if self.first is None:
+            self.first = (now, self.count)
+        if now - self.last < self.every or self.count >= self.total:
+            return  # the last step is said by done()
+        self.last = now
+        since, counted = self.first
+        line = f"{self.phase}: {self.count}/{self.total}"
+        if now - since >= 1.0 and self.count > counted:
+            rate = (self.count - counted) / (now - since)
+            line += f" ({rate:,.0f}/s, eta {(self.total - self.count) / rate:.0f}s)"
+        print(line, file=self.stream, flush=True)
 
     def done(self) -> None:
         if self.phase:
