@@ -47,8 +47,8 @@ form.search input[name=q]{flex:1;min-width:18rem;font-size:1rem;padding:.35rem .
 text-decoration:none}.code .row:target{background:#fff3b0}mark{background:#ffe066}
 table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;padding:.3rem .6rem;
 border-bottom:1px solid #eceff2}.note{color:#5a6572;font-size:.88rem}code{font:.85rem ui-monospace,monospace}
-pre.diff{background:#f7f8fa;padding:.5rem}.diff .add{background:#e4f6e6;display:block}
-.diff .del{background:#fbe6e6;display:block}.diff .hunk{color:#6a5acd}"""
+pre.diff{background:#f7f8fa;padding:.5rem}.diff .add{background:#e4f6e6;display:inline-block;width:100%}
+.diff .del{background:#fbe6e6;display:inline-block;width:100%}.diff .hunk{color:#6a5acd}"""
 
 e = html.escape
 

@@ -81,7 +81,7 @@ border-bottom:1px solid #eceff2;vertical-align:top}th{background:#f5f7f9}code{fo
 .counts{display:flex;flex-wrap:wrap;gap:.5rem}.counts span{background:#eef3f8;border-radius:4px;padding:.2rem .5rem}
 .none{color:#7a8694}h3{font-size:.95rem;margin:1.2rem 0 .3rem}
 pre.diff{background:#f7f8fa;padding:.5rem;overflow-x:auto;font:.82rem/1.4 ui-monospace,monospace}
-.diff .add{background:#e4f6e6;display:block}.diff .del{background:#fbe6e6;display:block}.diff .hunk{color:#6a5acd}"""
+.diff .add{background:#e4f6e6;display:inline-block;width:100%}.diff .del{background:#fbe6e6;display:inline-block;width:100%}.diff .hunk{color:#6a5acd}"""
 
 
 def diff_html(diff: str) -> str:
