@@ -27,16 +27,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ragraf import __version__
-from ragraf.adapters.tools import (
-    ENVELOPE_SCHEMA,
-    ERROR_ENVELOPE_SCHEMA,
-    REPORT_SCHEMA,
-    TOOL_LIST,
-    BadArgumentsError,
-    ToolOutcome,
-    ToolRunner,
-    failure,
-)
+from ragraf.adapters.tool_specs import ENVELOPE_SCHEMA, ERROR_ENVELOPE_SCHEMA, REPORT_SCHEMA, TOOL_LIST
+from ragraf.adapters.tools import BadArgumentsError, ToolOutcome, ToolRunner, failure
 from ragraf.adapters.web_page import page_routes
 from ragraf.errors import ConfigError, RagrafError
 
