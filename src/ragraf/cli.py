@@ -1,4 +1,9 @@
-"""The `ragraf` command: a thin adapter from arguments to the operations layer and back."""
+"""The `ragraf` command: a thin adapter from arguments to the operations layer and back.
+
+Over 600 lines because it holds every command (about two dozen, a few lines each over `Index`) with
+the one error path and the options they share: a reader finds any command's flags here, and
+`ragraf --help` lists what this file defines. Serving and agent setup live in adapters/commands.py.
+"""
 
 from __future__ import annotations
 

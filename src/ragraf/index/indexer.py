@@ -1,4 +1,8 @@
-"""Incremental indexing: hash, compare with the current manifest, chunk what changed, commit a revision."""
+"""Incremental indexing: hash, compare with the current manifest, chunk what changed, commit a revision.
+
+About 600 lines: one run's steps (discovery, hashing through the stat cache, the moved-files fast
+path, preparing new contents, the revision and its report) read in order, each a function.
+"""
 
 from __future__ import annotations
 
