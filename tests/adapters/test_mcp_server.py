@@ -197,7 +197,7 @@ async def test_a_root_that_does_not_exist_is_a_tool_error_not_a_crash(tmp_path: 
             args = {"query": "x"} if tool == "search" else {}
             result = await client.call_tool(tool, args)
             assert result.is_error is True
-            assert _error_code(result) == "config"
+            assert _error_code(result) == "usage"  # a root that is not a folder: a bad argument (exit 2)
             assert "not a directory" in result.content[0].text
 
 
