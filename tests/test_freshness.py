@@ -145,7 +145,9 @@ def test_live_read_is_confined_to_the_root(sample: Path, tmp_path: Path) -> None
     with pytest.raises(UsageError):
         idx.read("src")  # a folder
     out = run_cli("read", "../../etc/passwd", "--root", str(sample))
-    assert out.returncode == 2 and "root" in out.stderr and "root:" not in out.stdout  # usage, as a missing path
+    assert (
+        out.returncode == 2 and "root" in out.stderr and "root:" not in out.stdout
+    )  # usage, as a missing path
 
 
 def test_live_read_numbers_lines_and_compares_with_the_index(sample: Path) -> None:

@@ -35,7 +35,9 @@ _VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*(?:[-.]?(?:dev|rc|a|b|pos
 _URL = re.compile(r"\bhttps?://\S+")
 # A line of a pasted environment listing (`numpy: 1.19.2`, `attrs==19.3.0`, `python: 3.8.3 (default, …)`):
 # it names the user's packages, not the code to change, and pulls version-printing files up.
-_VERSION_LINE = re.compile(r"(?m)^[ \t]*[-*]?[ \t]*[\w.\-]+[ \t]*(?::|==|>=|=)[ \t]*v?\d+(?:\.\d+)+[^\n]*$\n?")
+_VERSION_LINE = re.compile(
+    r"(?m)^[ \t]*[-*]?[ \t]*[\w.\-]+[ \t]*(?::|==|>=|=)[ \t]*v?\d+(?:\.\d+)+[^\n]*$\n?"
+)
 _EXTENSIONS_NOT_NAMES = frozenset({"py", "js", "ts", "txt", "md", "rst", "json", "html", "org", "com", "io"})
 
 
