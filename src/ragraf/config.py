@@ -10,6 +10,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.secrets import REDACTION_VERSION
 from ragraf.errors import ConfigError, UsageError
 
@@ -160,17 +161,10 @@ def _env_settings(env: dict[str, str]) -> dict[str, object]:
 def git_dir(root: Path) -> tuple[Path, Path] | None:
     """(common git dir, work tree top level) when root is inside a git work tree."""
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--git-common-dir", "--show-toplevel"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
+        out = run_watched(["git", "rev-parse", "--git-common-dir", "--show-toplevel"], root)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    lines = out.stdout.splitlines()
+    lines = out.stdout.decode(errors="surrogateescape").splitlines()
     if out.returncode != 0 or len(lines) < 2:
         return None
     common = Path(lines[0])

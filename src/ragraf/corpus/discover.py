@@ -12,6 +12,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from ragraf.corpus.extract import Unindexable, extract, is_utf8
+from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason, is_secret
 
 
@@ -130,13 +131,7 @@ def _git_paths(root: Path, warnings: list[str]) -> list[str] | None:
 
 def _ls_files(root: Path, *args: str) -> list[str] | None:
     try:
-        out = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "ls-files", "-z", *args],
-            cwd=root,
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        out = run_watched(["git", "-c", "core.quotepath=off", "ls-files", "-z", *args], root)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -178,9 +173,10 @@ def _ask_git(root: Path, warnings: list[str]) -> list[str] | None:
     paths = sorted({*tracked, *untracked})
     if not paths:
         # A folder git ignores (a vendored or downloaded tree inside a repository) is walked instead.
-        ignored = subprocess.run(
-            ["git", "check-ignore", "-q", "."], cwd=root, capture_output=True, check=False
-        )
+        try:
+            ignored = run_watched(["git", "check-ignore", "-q", "."], root)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
         if ignored.returncode == 0:
             return None
     return paths
@@ -377,9 +373,7 @@ def left_out(root: Path, rel: str, max_file_bytes: int, max_line_chars: int) -> 
     if unsafe_ignore_file(root, [rel]):
         return "left out of the index: an ignore file on its path is not a regular file"
     try:
-        in_git = subprocess.run(
-            ["git", "check-ignore", "-q", "--", rel], cwd=root, capture_output=True, timeout=60, check=False
-        )
+        in_git = run_watched(["git", "check-ignore", "-q", "--", rel], root)
     except (OSError, subprocess.TimeoutExpired):
         return None
     spec = read_ignore_file(root / ".ragrafignore")

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragraf.corpus.discover import special_kind, unsafe_ignore_file, untracked_by_walk
+from ragraf.corpus.gitcmd import run_watched
 from ragraf.errors import RagrafError
-
-_TIMEOUT_S = 120
 
 
 class GitError(RagrafError):
@@ -26,17 +25,18 @@ class BaseRef:
 
 def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args],
-            cwd=cwd,
-            capture_output=True,
-            timeout=_TIMEOUT_S,
-            check=False,
-            env={**os.environ, **env} if env else None,
+        return run_watched(
+            ["git", "-c", "core.quotepath=off", *args], cwd, env={**os.environ, **env} if env else None
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except subprocess.TimeoutExpired as exc:
         raise GitError(
-            f"git {args[0]} failed: {exc}", suggest="check that git works in this folder"
+            f"git {args[0]} made no progress (no output, CPU or I/O) for {exc.timeout:g} s and was stopped",
+            suggest="check for a lock, a FIFO or a hung network mount in the repository, or raise RAGRAF_GIT_STALL_S",
+        ) from None
+    except OSError as exc:
+        raise GitError(
+            f"git {args[0]} could not run: {exc}",
+            suggest="install git or put it on PATH (or set RAGRAF_WORKTREES=0 to index without git)",
         ) from None
 
 

@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragraf.corpus.gitcmd import run_watched
 from ragraf.errors import RagrafError, UsageError
 from ragraf.facts.extract import extract_facts
 from ragraf.languages import is_test_path, language_of
@@ -29,7 +30,6 @@ MAX_NAME_WALK = 200  # names of reached definitions looked up in the tests, near
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"diff --git a/(\S+) b/(\S+)\s*$")
 _TEST_NAME = re.compile(r"(?:^test|^Test|_test$|Test$|^it$|^describe$)")
-_GIT_TIMEOUT_S = 60
 
 
 class DiffError(RagrafError):
@@ -162,10 +162,9 @@ def _diff_path(spec: str) -> str | None:
 def git_diff(root: Path, args: list[str]) -> str:
     """`git diff` with `args` in the root (`--cached`, or two revisions)."""
     try:
-        out = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-M", *args],
-            cwd=root, capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
-        )  # fmt: skip
+        out = run_watched(
+            ["git", "-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-M", *args], root
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"git diff failed: {exc}", suggest="check that git works in this folder") from None
     if out.returncode != 0:

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
 from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, dir_stamps
+from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.embed.static import static_tier_id
 from ragraf.freshness import snapshot
@@ -118,17 +119,10 @@ def index_version(settings: Settings, model_id: str = "none", dim: int = 0, stat
 def git_stamp(root: Path) -> tuple[str | None, str | None]:
     """(HEAD commit, branch) of the work tree at root, or Nones outside git."""
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", "HEAD", "--abbrev-ref", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
+        out = run_watched(["git", "rev-parse", "--verify", "-q", "HEAD", "--abbrev-ref", "HEAD"], root)
     except (OSError, subprocess.TimeoutExpired):
         return None, None
-    lines = out.stdout.split()
+    lines = out.stdout.decode(errors="replace").split()
     if out.returncode != 0 or len(lines) < 2:
         return None, None
     return lines[0], (None if lines[1] == "HEAD" else lines[1])

@@ -11,6 +11,7 @@ from typing import Any
 from ragraf.api.envelope import Envelope
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
+from ragraf.corpus.gitcmd import run_watched
 from ragraf.errors import UsageError
 from ragraf.facts.graph import (
     DEFAULT_BUDGET,
@@ -456,7 +457,7 @@ def _read_text(path: Path) -> str | None:
 
 def _git_show(root: Path, spec: str) -> str | None:
     try:
-        out = subprocess.run(["git", "show", spec], cwd=root, capture_output=True, timeout=30, check=False)
+        out = run_watched(["git", "show", spec], root)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0 or b"\0" in out.stdout[:8192]:
