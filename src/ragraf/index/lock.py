@@ -1,13 +1,16 @@
-"""One writer at a time: an flock on the index home's lock file, naming its holder."""
+"""One writer at a time, served in arrival order: an flock on the index home's lock file, naming
+its holder, and a queue of tickets beside it."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import socket
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -15,13 +18,20 @@ from ragraf.errors import LockHeldError, StoreError
 
 
 class WriterLock:
-    """Exclusive flock; the kernel releases it when the holder dies, so a crash never wedges it."""
+    """Exclusive flock; the kernel releases it when the holder dies, so a crash never wedges it.
+
+    Waiters queue: each takes a ticket (a file in lock.queue/, numbered past every ticket there,
+    flocked by its owner for as long as it waits or holds) and takes the lock only when no live
+    ticket is ahead of it. A flock on the queue's guard file makes taking a ticket and looking at
+    the queue atomic; a ticket whose owner died is unlocked, so it is stale and removed."""
 
     def __init__(self, home: Path, wait: bool = True, timeout_s: float = 600.0) -> None:
         self.path = home / "lock"
+        self.queue = home / "lock.queue"
         self.wait = wait
         self.timeout_s = timeout_s
         self.fd: int | None = None
+        self._ticket: tuple[Path, int] | None = None
 
     def holder(self) -> str:
         try:
@@ -30,9 +40,9 @@ class WriterLock:
             return "another process"
         return f"pid {info.get('pid')} on {info.get('host')} ({info.get('command', '?')}, since {info.get('since', '?')})"
 
-    def acquire(self, on_wait=None) -> None:  # type: ignore[no-untyped-def]
+    def acquire(self, on_wait: Callable[[str], object] | None = None) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.queue.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StoreError(
@@ -41,21 +51,22 @@ class WriterLock:
             ) from None
         deadline = time.monotonic() + self.timeout_s
         told = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
+        try:
+            self._take_ticket()
+            while not (self._my_turn() and _try_flock(fd)):
                 if not self.wait or time.monotonic() > deadline:
-                    os.close(fd)
                     raise LockHeldError(
                         f"another indexer holds the index lock: {self.holder()}",
                         suggest="wait for it to finish, or run without --no-wait to queue behind it",
-                    ) from None
+                    )
                 if on_wait and not told:
                     on_wait(self.holder())
                     told = True
                 time.sleep(0.1)
+        except BaseException:
+            os.close(fd)
+            self._leave_queue()
+            raise
         os.ftruncate(fd, 0)
         info = {
             "pid": os.getpid(),
@@ -65,6 +76,61 @@ class WriterLock:
         }
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self.fd = fd
+
+    def waiting(self) -> int:
+        """How many live tickets the queue holds (the holder's among them, when it queued)."""
+        with self._guard():
+            return len(self._live_tickets(None))
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        fd = os.open(self.queue / ".guard", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _take_ticket(self) -> None:
+        with self._guard():
+            numbers = [int(p.name) for p in self.queue.iterdir() if p.name.isdigit()]
+            path = self.queue / f"{max(numbers, default=0) + 1:012d}"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # made and locked under the guard: never seen unlocked
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._ticket = (path, fd)
+
+    def _live_tickets(self, before: str | None) -> list[Path]:
+        """The tickets ahead of `before` (all with None) whose owner is alive; stale ones removed."""
+        live = []
+        for path in sorted(self.queue.iterdir()):
+            if not path.name.isdigit() or (before is not None and path.name >= before):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                if _try_flock(fd, fcntl.LOCK_SH):
+                    path.unlink(missing_ok=True)  # its owner died without leaving the queue
+                else:
+                    live.append(path)
+            finally:
+                os.close(fd)
+        return live
+
+    def _my_turn(self) -> bool:
+        assert self._ticket is not None
+        with self._guard():
+            return not self._live_tickets(self._ticket[0].name)
+
+    def _leave_queue(self) -> None:
+        if self._ticket is not None:
+            path, fd = self._ticket
+            with contextlib.suppress(OSError):
+                path.unlink()
+            os.close(fd)
+            self._ticket = None
 
     def busy(self) -> str | None:
         """Who holds the lock now (another indexer at work), or None; takes nothing."""
@@ -85,6 +151,7 @@ class WriterLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+        self._leave_queue()
 
     def __enter__(self) -> WriterLock:
         self.acquire()
@@ -94,3 +161,11 @@ class WriterLock:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def _try_flock(fd: int, kind: int = fcntl.LOCK_EX) -> bool:
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
