@@ -86,11 +86,11 @@ async def test_lists_every_tool_with_a_precise_schema_and_description(indexed: P
         "description": "How many results (1-10; more is clamped to 10, with a note).",
     }
     assert tools["find_references"].input_schema["properties"]["calls"]["type"] == "boolean"
-    assert set(tools["read"].input_schema["properties"]) == {"path", "start_line", "end_line"}
-    assert set(tools["changes"].input_schema["properties"]) == {"from_rev", "to_rev"}
+    assert set(tools["read"].input_schema["properties"]) == {"path", "start_line", "end_line", "repo"}
+    assert set(tools["changes"].input_schema["properties"]) == {"from_rev", "to_rev", "repo"}
     assert tools["reindex"].input_schema["properties"]["full"]["type"] == "boolean"
     for name in ("status", "drift", "revisions"):
-        assert tools[name].input_schema["properties"] == {}
+        assert set(tools[name].input_schema["properties"]) == {"repo"}  # which served root
     for tool in tools.values():
         assert tool.input_schema["additionalProperties"] is False
         assert len(tool.description or "") > 80, tool.name

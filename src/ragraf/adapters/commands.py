@@ -20,6 +20,14 @@ _ROOT = click.option(
     show_default=True,
     help="Folder to answer about.",
 )
+_ROOTS = click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to answer about; repeat it to serve several (each tool then takes repo=NAME). "
+    "Default: the MCP client's roots when it offers them, else the current directory.",
+)
 _LOG_LEVEL = click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
@@ -51,7 +59,7 @@ def _run(op: str, fn: Callable[[], Any]) -> Any:
 
 
 @click.command("serve")
-@_ROOT
+@_ROOTS
 @click.option(
     "--http",
     "listen",
@@ -60,26 +68,38 @@ def _run(op: str, fn: Callable[[], Any]) -> Any:
     help="Serve the HTTP API instead of MCP (127.0.0.1 unless HOST; other hosts need RAGRAF_HTTP_TOKEN).",
 )
 @_LOG_LEVEL
-def serve_cmd(root: Path, listen: str | None, log_level: str) -> None:
-    """Serve the operations to agents: MCP on stdio, or with --http an HTTP API."""
+def serve_cmd(roots: tuple[Path, ...], listen: str | None, log_level: str) -> None:
+    """Serve the operations to agents: MCP on stdio, or with --http an HTTP API.
+
+    \b
+    Examples:
+      ragraf serve                              # MCP on stdio for this folder
+      ragraf serve --root ../api --root ../web  # two repositories; tools take repo=api|web
+      ragraf serve --http 8765                  # HTTP API and web page on 127.0.0.1:8765
+    """
     if listen is None:
         from ragraf.adapters.mcp_server import run
 
-        _run("serve", lambda: run(root, log_level))
+        _run("serve", lambda: run(roots, log_level))
         return
     from ragraf.adapters.http_api import serve_http
 
-    _run("serve", lambda: serve_http(root, listen))
+    _run("serve", lambda: serve_http(roots, listen))
 
 
 @click.command("mcp")
-@_ROOT
+@_ROOTS
 @_LOG_LEVEL
-def mcp_cmd(root: Path, log_level: str) -> None:
-    """Serve MCP on stdio (same as `ragraf serve`)."""
+def mcp_cmd(roots: tuple[Path, ...], log_level: str) -> None:
+    """Serve MCP on stdio (same as `ragraf serve`).
+
+    \b
+    Example:
+      ragraf mcp --root ~/src/api --root ~/src/web
+    """
     from ragraf.adapters.mcp_server import run
 
-    _run("mcp", lambda: run(root, log_level))
+    _run("mcp", lambda: run(roots, log_level))
 
 
 @click.command("mcp-config")

@@ -2,6 +2,7 @@
 
 Run it as `ragraf serve --http [HOST:]PORT` or `python -m ragraf.adapters.http_api --listen [HOST:]PORT`.
 Loopback only unless RAGRAF_HTTP_TOKEN is set; with a token every /v1 route wants `Authorization: Bearer`.
+Several --root: every route takes `repo` (a root's name or path; default the first).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from starlette.routing import Route
 
 from ragraf import __version__
 from ragraf.adapters.tool_specs import ENVELOPE_SCHEMA, ERROR_ENVELOPE_SCHEMA, REPORT_SCHEMA, TOOL_LIST
-from ragraf.adapters.tools import BadArgumentsError, ToolOutcome, ToolRunner, failure
+from ragraf.adapters.tools import BadArgumentsError, ServedRoots, ToolOutcome, ToolRunner, failure
 from ragraf.adapters.web_page import page_routes
 from ragraf.errors import ConfigError, RagrafError
 
@@ -43,6 +44,7 @@ STATUS = {
     "bad_arguments": 400,
     "usage": 400,
     "outside_root": 400,
+    "unknown_repo": 400,
     "unauthorized": 401,
     "forbidden": 403,
     "index_missing": 404,
@@ -162,7 +164,7 @@ def _is_json(content_type: str) -> bool:
 
 
 def _tool_endpoint(
-    name: str, runner: ToolRunner, guard: _Guard, max_body: int
+    name: str, runner: ServedRoots, guard: _Guard, max_body: int
 ) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         refused = guard.refuse(request, name)
@@ -280,7 +282,7 @@ def _ref(name: str) -> dict[str, str]:
 
 
 def create_app(
-    root: Path | str,
+    root: Path | str | Sequence[Path | str],
     *,
     token: str | None = None,
     cors_origins: Sequence[str] = (),
@@ -289,8 +291,13 @@ def create_app(
     overrides: dict[str, Any] | None = None,
     readers: int = 4,
 ) -> Starlette:
-    """The ASGI app for one root; `check_host` refuses non-loopback Host headers (for loopback binds)."""
-    runner = ToolRunner(Path(root), overrides or {}, readers=readers, hints=HTTP_HINTS)
+    """The ASGI app for one root or several (`repo` picks; the web page answers about the first);
+    `check_host` refuses non-loopback Host headers (for loopback binds)."""
+    roots = [Path(root)] if isinstance(root, str | Path) else [Path(r) for r in root]
+    runner = ServedRoots(
+        roots or [Path(".")],
+        lambda folder: ToolRunner(folder, overrides or {}, readers=readers, hints=HTTP_HINTS),
+    )
     guard = _Guard(token, cors_origins, check_host)
     document = openapi_document(token_required=token is not None)
 
@@ -374,7 +381,9 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
-def serve_http(root: Path | str, listen: str, env: dict[str, str] | None = None) -> None:
+def serve_http(
+    root: Path | str | Sequence[Path | str], listen: str, env: dict[str, str] | None = None
+) -> None:
     """Serve the API until interrupted; refuses unsafe binds before opening the port."""
     import uvicorn
 
@@ -385,8 +394,9 @@ def serve_http(root: Path | str, listen: str, env: dict[str, str] | None = None)
     origins = [o.strip() for o in env.get("RAGRAF_HTTP_CORS_ORIGINS", "").split(",") if o.strip()]
     app = create_app(root, token=token, cors_origins=origins, check_host=is_loopback(host))
     shown = f"[{host}]" if ":" in host else host
+    roots = [root] if isinstance(root, str | Path) else list(root) or ["."]
     print(
-        f"ragraf {__version__}: HTTP API for {Path(root).resolve()} on http://{shown}:{port} "
+        f"ragraf {__version__}: HTTP API for {', '.join(str(Path(r).resolve()) for r in roots)} on http://{shown}:{port} "
         f"(token {'required' if token else 'not set'}; docs at /openapi.json)",
         file=sys.stderr,
         flush=True,
@@ -406,7 +416,12 @@ def serve_http(root: Path | str, listen: str, env: dict[str, str] | None = None)
 def main(argv: list[str] | None = None) -> None:
     """`python -m ragraf.adapters.http_api --root PATH --listen [HOST:]PORT`."""
     parser = argparse.ArgumentParser(prog="ragraf-http", description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=".", help="folder to answer about (default: the current directory)")
+    parser.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        help="folder to answer about, repeatable (default: the current one)",
+    )
     parser.add_argument("--listen", default=str(DEFAULT_PORT), help="[HOST:]PORT (default 127.0.0.1:8765)")
     args = parser.parse_args(argv)
     logging.basicConfig(

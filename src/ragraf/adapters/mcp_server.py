@@ -1,7 +1,8 @@
 """MCP over stdio: one tool per operation, answering with the envelope and its text (DESIGN §12).
 
-Run it as `ragraf serve [--root PATH]` or `python -m ragraf.adapters.mcp_server --root PATH`.
-stdout carries the protocol only; every log line goes to stderr.
+Run it as `ragraf serve [--root PATH ...]` or `python -m ragraf.adapters.mcp_server --root PATH`.
+Several --root: every tool takes `repo`. No --root: the client's roots (MCP roots/list) when it
+offers them, else the working folder. stdout carries the protocol only; logs go to stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragraf import __version__
 from ragraf.adapters.agent_setup import AGENT_GUIDE
-from ragraf.adapters.tools import TOOL_LIST, CallbackProgress, ToolRunner, ToolSpec
+from ragraf.adapters.tools import TOOL_LIST, CallbackProgress, ServedRoots, ToolRunner, ToolSpec
 from ragraf.corpus.extract import is_utf8
 
 if TYPE_CHECKING:
@@ -52,12 +53,13 @@ def _tool(spec: ToolSpec) -> types.Tool:
     )
 
 
-def build_server(runner: ToolRunner) -> Server[Any]:
+def build_server(runner: ServedRoots) -> Server[Any]:
     """The low-level MCP server: tools/list from the tool table, tools/call through the runner."""
     import mcp_types as types
     from mcp.server import Server
 
     tools = [_tool(spec) for spec in TOOL_LIST]
+    asking_roots = asyncio.Lock()  # the calls that arrive while the client's roots are asked wait for them
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -67,6 +69,10 @@ def build_server(runner: ToolRunner) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if runner.from_client:
+            async with asking_roots:
+                if runner.from_client:
+                    await _client_roots(ctx, runner)
         progress = _progress(ctx) if params.name == "reindex" else None
         outcome = await runner.call(params.name, params.arguments, progress)
         return types.CallToolResult(
@@ -83,6 +89,38 @@ def build_server(runner: ToolRunner) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+async def _client_roots(ctx: ServerRequestContext[Any], runner: ServedRoots) -> None:
+    """Serve the client's roots (file:// folders from roots/list), asked once, before the first call;
+    a client without the capability, or with no folder roots, keeps the working folder."""
+    import warnings
+    from urllib.parse import unquote, urlparse
+
+    import mcp_types as types
+
+    runner.from_client = False
+    if not ctx.session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
+        return
+    if not ctx.session.can_send_request:  # protocol 2026-07-28 (no back-channel; roots deprecated there)
+        log.info("the client's roots cannot be asked on this protocol; serving %s", runner.root)
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # roots are deprecated from protocol 2026-07-28; still served
+            listed = await ctx.session.list_roots()
+    except Exception as exc:  # a client that says it has roots but cannot list them
+        log.warning("roots/list failed (%s); serving %s", exc, runner.root)
+        return
+    folders = []
+    for root in listed.roots:
+        url = urlparse(str(root.uri))
+        path = Path(unquote(url.path))
+        if url.scheme == "file" and path.is_dir():
+            folders.append(path)
+    if folders:
+        log.info("serving the client's roots: %s", ", ".join(map(str, folders)))
+        runner.replace(folders)
 
 
 def _progress(ctx: ServerRequestContext[Any]) -> CallbackProgress:
@@ -102,7 +140,7 @@ def _log_failure(future: Any) -> None:
             log.debug("progress notification failed: %s", future.exception())
 
 
-async def serve_stdio(runner: ToolRunner) -> None:
+async def serve_stdio(runner: ServedRoots) -> None:
     """Serve MCP on stdin/stdout until the client closes the stream."""
     import math
 
@@ -113,7 +151,7 @@ async def serve_stdio(runner: ToolRunner) -> None:
     from ragraf.adapters.jsonrpc_guard import CheckedLines, claim_stdin
 
     server = build_server(runner)
-    log.info("ragraf %s: MCP on stdio for %s", __version__, runner.root)
+    log.info("ragraf %s: MCP on stdio for %s", __version__, runner.described())
     raw, restore_stdin = claim_stdin()
     send_reply, replies = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
     try:
@@ -192,12 +230,22 @@ def unreadable_reply(error: Exception) -> types.JSONRPCError | None:
     )
 
 
-def run(root: Path | str = ".", log_level: str = "WARNING", overrides: dict[str, Any] | None = None) -> None:
-    """Blocking entry point: logging on stderr, open the index in the background, then serve."""
+def run(
+    root: Path | str | list[Path | str] | tuple[Path | str, ...] = (),
+    log_level: str = "WARNING",
+    overrides: dict[str, Any] | None = None,
+) -> None:
+    """Blocking entry point: logging on stderr, open the indexes in the background, then serve.
+    `root`: one folder or several; none means the working folder, or the client's roots."""
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="ragraf-mcp %(levelname)s %(name)s: %(message)s"
     )
-    runner = ToolRunner(Path(root), overrides or {}, readers=1, hints=MCP_HINTS, in_tool_words=True)
+    roots = [Path(root)] if isinstance(root, str | Path) else [Path(r) for r in root]
+
+    def make(folder: Path) -> ToolRunner:
+        return ToolRunner(folder, overrides or {}, readers=1, hints=MCP_HINTS, in_tool_words=True)
+
+    runner = ServedRoots(roots or [Path(".")], make, from_client=not roots)
     runner.warm()
     import anyio
 
@@ -211,7 +259,12 @@ def run(root: Path | str = ".", log_level: str = "WARNING", overrides: dict[str,
 def main(argv: list[str] | None = None) -> None:
     """`python -m ragraf.adapters.mcp_server --root PATH`."""
     parser = argparse.ArgumentParser(prog="ragraf-mcp", description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=".", help="folder to answer about (default: the current directory)")
+    parser.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        help="folder to answer about, repeatable (default: the client's roots, else the current directory)",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     args = parser.parse_args(argv)
     run(args.root, args.log_level)

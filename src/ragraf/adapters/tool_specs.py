@@ -39,7 +39,7 @@ class ToolSpec:
     def input_schema(self) -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": self.properties,
+            "properties": {**self.properties, "repo": REPO if self.name == "search" else ONE_REPO},
             "required": list(self.required),
             "additionalProperties": False,
         }
@@ -123,6 +123,18 @@ _OFFSET = {
     "maximum": MAX_OFFSET,
     "default": 0,
     "description": "Skip this many results: the next page (an answer that stops early names it).",
+}
+ONE_REPO = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_PATH,
+    "description": "Which served repository to answer about: its name or its root's path "
+    "(default: the first; the status tool lists them).",
+}
+REPO = {
+    "anyOf": [ONE_REPO, {"type": "array", "items": ONE_REPO, "minItems": 1, "maxItems": 50}],
+    "description": "Which served repositories to search: a name or root path, several, or '*' for "
+    "all of them (their rankings merged, each result naming its repo); default: the first.",
 }
 _GLOB = {"type": "string", "minLength": 1, "maxLength": 500}
 # The filters search, find_symbol and find_references share.

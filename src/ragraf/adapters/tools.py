@@ -19,8 +19,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ragraf.adapters.render import render_envelope, render_error, render_report, tool_words
-from ragraf.adapters.tool_specs import FILE_PATH, TOOL_LIST, TOOLS, ToolSpec
+from ragraf.adapters.tool_specs import FILE_PATH, MAX_TOP_K, TOOL_LIST, TOOLS, ToolSpec
 from ragraf.api import Envelope, Index, error_envelope
+from ragraf.api.render import printable, render_search
 from ragraf.corpus.extract import is_utf8
 from ragraf.errors import PathOutsideRootError, RagrafError, UsageError
 from ragraf.index.progress import Progress
@@ -89,9 +90,11 @@ def _short(message: str, limit: int = 200) -> str:
 
 def _usage(spec: ToolSpec) -> str:
     parts = []
-    for key, prop in spec.properties.items():
+    for key, prop in spec.input_schema["properties"].items():
         optional = "" if key in spec.required else "?"
         kind = prop.get("type", "any" if "enum" not in prop else "|".join(map(str, prop["enum"])))
+        if "anyOf" in prop:  # a string, or a list of them
+            kind = "|".join(sorted({str(p.get("type", "enum")) for p in prop["anyOf"]}))
         if "minimum" in prop and "maximum" in prop:
             kind += f" {prop['minimum']}..{prop['maximum']}"
         parts.append(f"{key}{optional}: {kind}")
@@ -284,6 +287,15 @@ class ToolRunner:
         data = report if isinstance(report, dict) else report.to_dict()
         return ToolOutcome("reindex", data, render_report(data))
 
+    def budget_bytes(self) -> int:
+        """The text budget of this root's answers (its settings'; the default when they do not load)."""
+        from ragraf.config import load_settings
+
+        try:
+            return load_settings(self.root, **self.overrides).budget_bytes
+        except RagrafError:
+            return 16 * 1024
+
     def warm(self) -> None:
         """Open the reader Index and read its revisions ahead of the first call (errors wait for that call)."""
 
@@ -297,3 +309,233 @@ class ToolRunner:
         """Stop the worker threads; a running reindex finishes (its writes are atomic either way)."""
         self._read_pool.shutdown(wait=False, cancel_futures=True)
         self._write_pool.shutdown(wait=False, cancel_futures=True)
+
+
+class UnknownRepoError(UsageError):
+    """A `repo` argument naming no served root."""
+
+    code = "unknown_repo"
+
+
+def repo_names(roots: list[Path]) -> list[str]:
+    """Each root's name: its folder's name, a second `app` named `app-2`."""
+    names: list[str] = []
+    for root in roots:
+        name, n = root.name or str(root), 1
+        while name in names:
+            n += 1
+            name = f"{root.name}-{n}"
+        names.append(name)
+    return names
+
+
+def _merged_state(states: list[str]) -> str:
+    if all(s == "refused" for s in states):
+        return "refused"
+    return "drifted" if "drifted" in states else "fresh"
+
+
+class ServedRoots:
+    """The roots one server answers about, a ToolRunner each: a call's `repo` (a root's name or
+    path) picks one, the first by default; `search` over several (or '*') merges their rankings.
+    A root's confinement is its runner's: a path is checked against the root it is read from."""
+
+    def __init__(
+        self, roots: list[Path], make: Callable[[Path], ToolRunner], from_client: bool = False
+    ) -> None:
+        self.make = make
+        # True while the roots are only the default (no --root): the MCP client's roots may replace them.
+        self.from_client = from_client
+        self.runners: dict[str, ToolRunner] = {}
+        self._set(roots)
+
+    def _set(self, roots: list[Path]) -> None:
+        resolved = list(dict.fromkeys(Path(r).expanduser().resolve() for r in roots))
+        self.runners = {
+            name: self.make(root) for name, root in zip(repo_names(resolved), resolved, strict=True)
+        }
+
+    def replace(self, roots: list[Path]) -> None:
+        """Serve these roots instead (the client's roots/list); the old runners are closed."""
+        old = list(self.runners.values())
+        self._set(roots)
+        for runner in old:
+            runner.close()
+        for runner in self.runners.values():
+            runner.warm()
+
+    @property
+    def root(self) -> Path:
+        return self.first.root
+
+    @property
+    def first(self) -> ToolRunner:
+        return next(iter(self.runners.values()))
+
+    def described(self) -> str:
+        return ", ".join(f"{name} ({runner.root})" for name, runner in self.runners.items())
+
+    def _match(self, repo: str) -> str:
+        if repo in self.runners:
+            return repo
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            target = Path(repo).expanduser().resolve()
+            for name, runner in self.runners.items():
+                if runner.root == target:
+                    return name
+        raise UnknownRepoError(
+            f"repo {repo!r} is not served here; served: {self.described()}",
+            suggest=f"pass one of their names or paths as repo, or leave repo out for {next(iter(self.runners))}",
+        )
+
+    def pick(self, tool: str, repo: object) -> list[str]:
+        """The names of the roots a call is for; UnknownRepoError for one not served."""
+        if repo is None:
+            return [next(iter(self.runners))]
+        wanted = [repo] if isinstance(repo, str) else list(repo)  # type: ignore[call-overload]
+        names = list(self.runners) if "*" in wanted else list(dict.fromkeys(self._match(w) for w in wanted))
+        if len(names) > 1 and tool != "search":
+            raise BadArgumentsError(
+                f"{tool}: repo: one repository at a time (only search merges several)",
+                suggest=f"call {tool} once per repo; served: {self.described()}",
+            )
+        return names
+
+    async def call(self, tool: str, arguments: object, progress: Progress | None = None) -> ToolOutcome:
+        """The call on the root its `repo` names; the payload names the repo, and so does the text
+        when several roots are served."""
+        try:
+            args = validate_arguments(tool, arguments)
+            names = self.pick(tool, args.get("repo"))
+        except RagrafError as exc:
+            log.info("%s: %s: %s", tool, exc.code, exc.message)
+            return failure(tool, exc, self.first.hints.get(exc.code, ""))
+        args = {k: v for k, v in args.items() if k != "repo"}
+        if len(names) > 1:
+            return await self._search_across(names, args)
+        name = names[0]
+        outcome = await self.runners[name].call(tool, args, progress)
+        outcome.payload = {**outcome.payload, "repo": name}
+        if len(self.runners) > 1:
+            if tool == "status":
+                outcome.payload["repos"] = [{"name": n, "root": str(r.root)} for n, r in self.runners.items()]
+                outcome.text += f"\nserved repositories (pass repo=NAME): {self.described()}"
+            outcome.text = f"repo {name} ({self.runners[name].root})\n{outcome.text}"
+        return outcome
+
+    async def _search_across(self, names: list[str], args: dict[str, Any]) -> ToolOutcome:
+        """One search over several roots: each root's first offset+k results, merged by their fused
+        scores (rank-based, so comparable across indexes), each naming its repo."""
+        asked = int(args.get("top_k", 5))
+        k, offset = min(asked, MAX_TOP_K), int(args.get("offset", 0))
+        answers = await asyncio.gather(*(self._collect(self.runners[n], args, offset + k) for n in names))
+        merged: list[dict[str, Any]] = []
+        notes = [f"k={asked} clamped to {k} (allowed 1..{MAX_TOP_K})"] if k != asked else []
+        warnings, states, repos, total = [], [], {}, 0
+        drift: dict[str, int] = {}
+        for name, (payload, results, count) in zip(names, answers, strict=True):
+            states.append(payload.get("state", "refused"))
+            repos[name] = {
+                "root": str(self.runners[name].root),
+                **{key: payload.get(key) for key in ("index_rev", "corpus_hash", "state", "capability")},
+            }
+            if payload.get("error"):
+                repos[name]["error"] = payload["error"]
+                notes.append(f"{name}: not searched: {payload['error']['message']}")
+            notes += [f"{name}: {n}" for n in payload.get("notes") or []]
+            reasons = (payload.get("capability") or {}).get("reasons") or []
+            notes += [f"{name}: {r}" for r in reasons]
+            warnings += [{**w, "repo": name} for w in payload.get("stale_warnings") or []]
+            for key, value in (payload.get("drift") or {}).items():
+                drift[key] = drift.get(key, 0) + value
+            merged += [{**r, "repo": name} for r in results]
+            total += count
+        merged.sort(key=lambda r: -float(r.get("score") or 0.0))  # stable: repo order breaks ties
+        page = merged[offset : offset + k]
+        following = max(0, total - offset - len(page))
+        data = {
+            "op": "search",
+            "repo": names,
+            "repos": repos,
+            "index_rev": None,
+            "corpus_hash": None,
+            "state": _merged_state(states),
+            "drift": drift,
+            "stale_warnings": warnings,
+            "results": page,
+            "truncated": {"results": following, "bytes": 0},
+            "notes": notes,
+            "page": {
+                "offset": offset,
+                "total": total,
+                "next_offset": offset + len(page) if following else None,
+            },
+        }
+        if all(p.get("error") for p, _, _ in answers):
+            data["error"] = {
+                "code": "refused",
+                "message": "no repository answered: " + "; ".join(notes),
+                "suggest": "call status with each repo",
+            }
+        budget = self.first.budget_bytes()
+        return ToolOutcome(
+            "search", data, render_merged_search(data, budget), "refused" if "error" in data else None
+        )
+
+    async def _collect(
+        self, runner: ToolRunner, args: dict[str, Any], want: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+        """A root's first `want` results, page by page: (its first answer, the results, its total)."""
+        first: dict[str, Any] | None = None
+        results: list[dict[str, Any]] = []
+        total = 0
+        while True:
+            outcome = await runner.call("search", {**args, "top_k": MAX_TOP_K, "offset": len(results)})
+            first = first or outcome.payload
+            if outcome.failed:
+                return first, results, total
+            page = outcome.payload.get("page") or {}
+            got = outcome.payload.get("results") or []
+            results += got
+            total = int(page.get("total") or len(results))
+            if len(results) >= want or not got or page.get("next_offset") is None:
+                return first, results[:want], total
+
+    def warm(self) -> None:
+        for runner in self.runners.values():
+            runner.warm()
+
+    def close(self) -> None:
+        for runner in self.runners.values():
+            runner.close()
+
+
+def render_merged_search(data: dict[str, Any], budget_bytes: int) -> str:
+    """A search over several repositories as the agent reads it: each result as `[repo] path:lines`."""
+    from ragraf.api.envelope import SearchResult
+
+    head = []
+    if data.get("error"):
+        head += [
+            f"ERROR [{data['error']['code']}]: {data['error']['message']}",
+            f"→ {data['error']['suggest']}",
+        ]
+    for w in data["stale_warnings"]:
+        where = f"`read` with path={printable(w['path'])} repo={w['repo']}"
+        action = "call `reindex`" if w["suggest"] == "reindex" else f"read it live: {where}"
+        head.append(f"WARNING: [{w['repo']}] {printable(w['path'])} {w['reason']}; {action}")
+    head += [f"NOTE: {tool_words(n)}" for n in data["notes"]]
+    revs = ", ".join(
+        f"{name} @ {info.get('index_rev') or 'no index'}" for name, info in data["repos"].items()
+    )
+    env = Envelope(op="search", index_rev=revs, state=data["state"], page=data["page"])
+    env.truncated = dict(data["truncated"])
+    fields = ("start_line", "end_line", "score", "kind", "language", "symbol", "stale", "snippet")
+    env.results = [
+        SearchResult(path=f"[{r['repo']}] {r['path']}", **{f: r.get(f) for f in fields})
+        for r in data["results"]
+    ]
+    body = render_search(
+        env, budget_bytes, more=lambda n: f"call `search` again with offset={n} for the next"
+    )
+    return "\n".join([*head, body])
