@@ -14,6 +14,8 @@ from ragraf import Index
 from ragraf.store import ChunkRecord, ContentBundle, ManifestEntry, NewRevision
 from ragraf.store import sqlite as sq
 from ragraf.store.sqlite.migrations import APPLICATION_ID, MIGRATIONS
+from ragraf.store.sqlite.sql import unpack_text
+from ragraf.tokens import index_text
 
 
 def _found(idx: Index) -> list[str]:
@@ -31,11 +33,31 @@ _REFS_AS_ROWS = (
 )
 
 
+# Before schema 10, the lexical tables held each row's body and chunk text was plain.
+_FTS = "USING fts5 (body, symbol, tokenize = 'porter unicode61 remove_diacritics 2')"
+_LEXICAL_WITH_CONTENT = tuple(
+    statement
+    for table in ("chunks_fts", "chunks_fts_retained")
+    for statement in (
+        f"CREATE VIRTUAL TABLE {table}_old {_FTS}",
+        f"INSERT INTO {table}_old (rowid, body, symbol) SELECT f.rowid, fts_body(k.text, k.symbol), "
+        f"coalesce(k.symbol, '') FROM {table} f JOIN chunks k ON k.id = f.rowid",
+        f"DROP TABLE {table}",
+        f"ALTER TABLE {table}_old RENAME TO {table}",
+    )
+) + ("UPDATE chunks SET text = unpack_text(text)",)
+
+
 def _back_to_schema(version: int, db_path: Path, *statements: str) -> None:
     """Mark the file as an older schema, after statements that make it look as a ragraf of that day
     left it."""
     db = sqlite3.connect(db_path)
-    for statement in (*_REFS_AS_ROWS, *statements):
+    db.create_function("unpack_text", 1, unpack_text)
+    db.create_function(
+        "fts_body", 2, lambda text, symbol: index_text(unpack_text(text) + "\n" + (symbol or ""))
+    )
+    undo = (*_LEXICAL_WITH_CONTENT, *(_REFS_AS_ROWS if version < 9 else ()))
+    for statement in (*undo, *statements):
         db.execute(statement)
     db.execute(f"PRAGMA user_version = {version}")
     db.commit()
@@ -68,7 +90,7 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     idx = Index.open(root, embedder="none")
     assert _found(idx) == before
     db = sqlite3.connect(idx.settings.db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 9
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 10
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert db.execute("SELECT count(*) FROM chunks_fts_retained").fetchone()[0] == 0
     indexes = {
@@ -106,12 +128,61 @@ def test_an_index_at_schema_8_packs_its_references_by_name_and_answers_the_same(
     idx = Index.open(root, embedder="none")
     assert {name: _references(idx, name) for name in before} == before
     db = sqlite3.connect(idx.settings.db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'refs'").fetchone()[0] == 0
     # One row per (content, name): many.py's 91 uses of resolve_host are one.
     assert db.execute("SELECT count(*) FROM ref_sites").fetchone()[0] < uses / 2
     db.close()
     _assert_consistent(idx)
+
+
+def _file_bytes(db_path: Path) -> int:
+    return sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
+
+
+def test_an_index_at_schema_9_keeps_only_its_lexical_index_and_compressed_text_and_answers_the_same(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    bulk = {
+        f"src/gen/mod_{i}.py": f"def handler_{i}(request):\n    return render(request, 'page_{i}')\n" * 40
+        for i in range(40)
+    }
+    write(root, {**SAMPLE, **bulk, "src/extra.py": "def extra_helper():\n    return 1\n"})
+    idx = Index.open(root, embedder="none")
+    idx.index()
+    write(root, {"src/extra.py": "def extra_helper():\n    return 2\n"})
+    idx.index()  # a second revision: the first one's extra.py is retained content
+    before = {
+        q: [(r.path, r.start_line, r.snippet) for r in idx.search(q, mode="lexical").results]
+        for q in ("TCPConnector", "handler_7 request", "extra_helper")
+    }
+    idx.close()
+    _back_to_schema(9, idx.settings.db_path)
+    db = sqlite3.connect(idx.settings.db_path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.execute("PRAGMA auto_vacuum = NONE")
+    db.execute("VACUUM")  # as schema 9 left a file: no incremental vacuum
+    db.close()
+    old_bytes = _file_bytes(idx.settings.db_path)
+    idx = Index.open(root, embedder="none")
+    after = {
+        q: [(r.path, r.start_line, r.snippet) for r in idx.search(q, mode="lexical").results] for q in before
+    }
+    assert after == before and all(before.values())
+    db = sqlite3.connect(idx.settings.db_path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert db.execute("SELECT count(*) FROM chunks WHERE typeof(text) != 'blob'").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM chunks_fts WHERE body IS NOT NULL").fetchone()[0] == 0
+    assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental from now on
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    assert _file_bytes(idx.settings.db_path) < old_bytes
+    _assert_consistent(idx)
+    write(root, {"src/extra.py": "def extra_helper():\n    return 3\n"})
+    idx.index()  # rows move between the lexical tables and leave them, by bodies rebuilt from text
+    _assert_consistent(idx)
+    assert [r.path for r in idx.search("extra_helper", mode="lexical").results] == ["src/extra.py"]
 
 
 def test_an_index_whose_schema_6_already_had_the_retained_lexical_index_opens(tmp_path: Path) -> None:

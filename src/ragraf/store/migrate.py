@@ -28,6 +28,8 @@ from ragraf.store.postgres import (
     default_repo_key,
 )
 from ragraf.store.sqlite import SqliteStore
+from ragraf.store.sqlite.sql import unpack_text
+from ragraf.tokens import index_text
 
 if TYPE_CHECKING:
     import click
@@ -94,13 +96,17 @@ def _copy(
     ):
         bundles: list[ContentBundle] = []
         for content_id, sha, language, chunker, status in rows:
+            # The lexical tables keep only their index: each row's body is rebuilt as it was made.
             chunks = [
-                ChunkRecord(ord_, start, end, symbol, text, body)
-                for ord_, start, end, symbol, text, body in db.execute(
-                    "SELECT c.ord, c.start_line, c.end_line, c.symbol, c.text, f.body FROM chunks c JOIN "
-                    "(SELECT rowid, body FROM chunks_fts UNION ALL SELECT rowid, body FROM chunks_fts_retained) f "
-                    "ON f.rowid = c.id WHERE c.content_id = ? ORDER BY c.ord",
-                    (content_id,),
+                ChunkRecord(ord_, start, end, symbol, text, index_text(text + "\n" + (symbol or "")))
+                for ord_, start, end, symbol, text in (
+                    (o, s, e, y, unpack_text(t))
+                    for o, s, e, y, t in db.execute(
+                        "SELECT c.ord, c.start_line, c.end_line, c.symbol, c.text FROM chunks c JOIN "
+                        "(SELECT rowid FROM chunks_fts UNION ALL SELECT rowid FROM chunks_fts_retained) f "
+                        "ON f.rowid = c.id WHERE c.content_id = ? ORDER BY c.ord",
+                        (content_id,),
+                    )
                 )
             ]
             facts = [

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError
-from ragraf.store.sqlite.migrations import APPLICATION_ID, MIGRATIONS
+from ragraf.store.sqlite.migrations import APPLICATION_ID, COMPACT_FROM, MIGRATIONS
+from ragraf.store.sqlite.sql import pack_text
 
 if TYPE_CHECKING:
     from ragraf.store.sqlite.vectors import VectorRows
@@ -62,6 +63,7 @@ class ConnectionBase:
         try:
             self.db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA busy_timeout = 60000")
+            self.db.create_function("ragraf_pack_text", 1, pack_text, deterministic=True)
             self._check_and_migrate(create)
         except sqlite3.DatabaseError as exc:
             raise damage(exc, path) or _corrupt(path, str(exc)) from None
@@ -80,6 +82,8 @@ class ConnectionBase:
         if version < len(MIGRATIONS):
             if not create and version == 0:
                 raise _corrupt(self.path, "empty file")
+            if version == 0:  # before the first table: free pages can then go back to the disk
+                self.db.execute("PRAGMA auto_vacuum = INCREMENTAL")
             self.db.execute("PRAGMA journal_mode = WAL")
             with self.transaction():
                 for number in range(version, len(MIGRATIONS)):
@@ -87,9 +91,21 @@ class ConnectionBase:
                         self.db.execute(statement)
                 self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 self.db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+            if 0 < version < COMPACT_FROM:
+                self._compact()
         self.db.execute("PRAGMA synchronous = NORMAL")
         self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk inserts into FTS and indexes
         self.db.execute("PRAGMA temp_store = MEMORY")
+
+    def _compact(self) -> None:
+        """Rewrite the file without its free pages (what schema 10 freed), in auto_vacuum =
+        INCREMENTAL from then on; skipped when it cannot run now (another process is writing, or
+        the disk lacks room for the copy): the free pages are then reused by later writes."""
+        try:
+            self.db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            self.db.execute("VACUUM")
+        except sqlite3.OperationalError:
+            pass
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

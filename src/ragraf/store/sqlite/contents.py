@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from ragraf.store.base import ChunkHit, ContentBundle, ContentKey
+from ragraf.store.sqlite.sql import pack_text, unpack_text
 
 _CURRENT_FTS = (
     "SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
@@ -58,7 +59,10 @@ class ContentsMixin:
                 ids[key] = content_id
                 db.executemany(
                     "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(content_id, c.ord, c.start_line, c.end_line, c.symbol, c.text) for c in item.chunks],
+                    [
+                        (content_id, c.ord, c.start_line, c.end_line, c.symbol, pack_text(c.text))
+                        for c in item.chunks
+                    ],
                 )
                 chunk_ids = db.execute(
                     "SELECT id FROM chunks WHERE content_id = ? ORDER BY ord", (content_id,)
@@ -107,7 +111,7 @@ class ContentsMixin:
             "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND m.path = ? ORDER BY c.ord",
             (rev_no, path),
         ).fetchall()
-        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]) for r in rows]
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), 0.0, r[6]) for r in rows]
 
     def chunks_of_paths(self, rev_no: int, paths: list[str]) -> dict[str, list[ChunkHit]]:
         """chunks_of for several paths; a path the revision lacks maps to []."""
@@ -127,4 +131,4 @@ class ContentsMixin:
             "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
             (match, match, rev_no, limit * 3 + 20, rev_no, limit),
         ).fetchall()
-        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), float(r[6]), r[7]) for r in rows]

@@ -189,4 +189,25 @@ MIGRATIONS: list[str] = [
     DROP TABLE refs;
     CREATE INDEX ref_sites_by_name ON ref_sites (name);
     """,
+    # 10: the lexical tables keep only their index (contentless: a row's body is rebuilt from its
+    # chunk when it moves or leaves), and chunk text is stored zlib-compressed (about 4x smaller).
+    # ragraf_pack_text is the store's pack_text.
+    """
+    CREATE VIRTUAL TABLE chunks_fts_v10 USING fts5 (
+        body, symbol, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO chunks_fts_v10 (rowid, body, symbol) SELECT rowid, body, symbol FROM chunks_fts;
+    DROP TABLE chunks_fts;
+    ALTER TABLE chunks_fts_v10 RENAME TO chunks_fts;
+    CREATE VIRTUAL TABLE chunks_fts_retained_v10 USING fts5 (
+        body, symbol, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO chunks_fts_retained_v10 (rowid, body, symbol)
+        SELECT rowid, body, symbol FROM chunks_fts_retained;
+    DROP TABLE chunks_fts_retained;
+    ALTER TABLE chunks_fts_retained_v10 RENAME TO chunks_fts_retained;
+    UPDATE chunks SET text = ragraf_pack_text(text) WHERE typeof(text) = 'text';
+    """,
 ]
+
+COMPACT_FROM = 10  # an index migrated across this schema is vacuumed once, into auto_vacuum = INCREMENTAL

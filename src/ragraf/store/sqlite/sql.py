@@ -1,8 +1,12 @@
-"""SQL the SQLite store's concerns share: what revisions name, moving lexical rows, coverage keys."""
+"""SQL the SQLite store's concerns share: what revisions name, moving and removing lexical rows,
+coverage keys, how chunk text is stored."""
 
 from __future__ import annotations
 
 import sqlite3
+import zlib
+
+from ragraf.tokens import index_text
 
 
 def _named(content: str) -> str:
@@ -25,14 +29,45 @@ def _covered_key(rev_no: int, model: str) -> str:
     return f"covered:{rev_no}:{model}"
 
 
+def pack_text(text: str) -> bytes:
+    """A chunk's text as stored: zlib-compressed UTF-8 (source text shrinks about 4x)."""
+    return zlib.compress(text.encode("utf-8"))
+
+
+def unpack_text(stored: bytes | str) -> str:
+    """A stored chunk text back (indexes from before schema 10 may still hold plain text)."""
+    return zlib.decompress(stored).decode("utf-8") if isinstance(stored, bytes) else stored
+
+
+def _fts_values(db: sqlite3.Connection, ids: list[int]) -> list[tuple[int, str, str]]:
+    """The lexical row each chunk was indexed with, rebuilt from its text and symbol. The FTS
+    tables are contentless (they keep only the index), so removing a row means naming its tokens again."""
+    rows = []
+    for chunk_id in ids:
+        hit = db.execute("SELECT text, symbol FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+        if hit is not None:
+            symbol = hit[1] or ""
+            rows.append((chunk_id, index_text(unpack_text(hit[0]) + "\n" + symbol), symbol))
+    return rows
+
+
+def _held(db: sqlite3.Connection, table: str, ids: list[int]) -> list[int]:
+    return [i for i in ids if db.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (i,)).fetchone()]
+
+
+def _delete_rows(db: sqlite3.Connection, table: str, ids: list[int]) -> list[tuple[int, str, str]]:
+    """Remove the lexical rows of these chunks from one FTS table (those it does not hold are left
+    alone: a contentless table would otherwise subtract tokens it never counted); returns them."""
+    rows = _fts_values(db, _held(db, table, ids))
+    db.executemany(f"INSERT INTO {table} ({table}, rowid, body, symbol) VALUES ('delete', ?, ?, ?)", rows)
+    return rows
+
+
 def _move_rows(
     db: sqlite3.Connection, source: str, target: str, rowids: str, args: tuple[object, ...]
 ) -> None:
     """Move the lexical rows of the chunks the rowids query selects from one FTS table to the other
     (those the source does not hold are left alone)."""
-    ids = db.execute(rowids, args).fetchall()
-    db.executemany(
-        f"INSERT INTO {target} (rowid, body, symbol) SELECT rowid, body, symbol FROM {source} WHERE rowid = ?",
-        ids,
-    )
-    db.executemany(f"DELETE FROM {source} WHERE rowid = ?", ids)
+    ids = [r[0] for r in db.execute(rowids, args).fetchall()]
+    rows = _delete_rows(db, source, ids)
+    db.executemany(f"INSERT INTO {target} (rowid, body, symbol) VALUES (?, ?, ?)", rows)

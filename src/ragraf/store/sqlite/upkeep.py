@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from ragraf.store.base import LEFTOVER_CONTENTS
-from ragraf.store.sqlite.sql import _CURRENT_CONTENT, _covered_key, _move_rows, _named
+from ragraf.store.sqlite.sql import _CURRENT_CONTENT, _covered_key, _delete_rows, _move_rows, _named
 
 
 class UpkeepMixin:
@@ -68,6 +68,15 @@ class UpkeepMixin:
             problems.append(f"the file is damaged: {damaged}")
         return problems
 
+    def _give_back_free_pages(self) -> None:
+        """Return the file's free pages to the disk when they are a tenth of it or more (what a run's
+        lexical rows held while they waited in pending_fts, dropped revisions). A file still in
+        auto_vacuum = NONE (migrated while it could not be compacted) reuses them for later writes."""
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+        if free and free * 10 >= pages:
+            self.db.execute("PRAGMA incremental_vacuum")
+
     def gc(self, keep: int) -> dict[str, int]:
         """Drop this view's revisions beyond the last `keep`, the views of work trees that are gone,
         and every content no kept revision names."""
@@ -119,8 +128,8 @@ class UpkeepMixin:
                 chunk_ids = [
                     r[0] for r in db.execute("SELECT id FROM chunks WHERE content_id = ?", (content_id,))
                 ]
-                db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in chunk_ids])
-                db.executemany("DELETE FROM chunks_fts_retained WHERE rowid = ?", [(i,) for i in chunk_ids])
+                _delete_rows(db, "chunks_fts", chunk_ids)
+                _delete_rows(db, "chunks_fts_retained", chunk_ids)
                 db.execute("DELETE FROM chunks WHERE content_id = ?", (content_id,))
                 db.execute("DELETE FROM facts WHERE content_id = ?", (content_id,))
                 db.executemany("DELETE FROM vectors WHERE chunk_id = ?", [(i,) for i in chunk_ids])
@@ -133,6 +142,7 @@ class UpkeepMixin:
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) SELECT 'gc_content_mark', coalesce(max(id), 0) FROM contents"
             )
+        self._give_back_free_pages()
         return {
             "revisions_removed": len(old),
             "contents_removed": len(orphans),
