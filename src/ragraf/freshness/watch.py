@@ -5,17 +5,25 @@ Armed on the second guard of a root in a process (a one-shot command never pays 
 the stat pass that sets the baseline, so nothing that happens during that pass is missed. Any
 event, a lost event (queue overflow), a new snapshot or a watch that cannot be added sends the
 guard back to the full stat pass; elsewhere than Linux, or with RAGRAF_WATCH=0, there is only that.
+
+TreeWatch, for the live loop (index/live.py): every folder of a tree, and the paths the kernel names.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
+import select
+import struct
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 # Anything that can change what a folder holds or what a file in it contains.
 _MASK = (
@@ -40,6 +48,7 @@ def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        libc.inotify_rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
         return libc
     except (OSError, AttributeError):
         return None
@@ -139,3 +148,161 @@ def moved_since(
         else:
             watch.digest = watch.moved = None
         return moved
+
+
+# The tree watch of the live loop (index/live.py): every folder under a root, new ones as they appear.
+_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE = 0x040, 0x080, 0x100
+_IN_Q_OVERFLOW, _IN_IGNORED, _IN_ISDIR = 0x4000, 0x8000, 0x40000000
+_IN_ONLYDIR, _IN_DONT_FOLLOW = 0x01000000, 0x02000000
+_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
+
+
+@dataclass
+class TreeChanges:
+    """What the kernel named under a tree since the last read: changed paths (relative, posix), and
+    whether events were lost (queue overflow: anything may have changed)."""
+
+    paths: set[str] = field(default_factory=set)
+    overflow: bool = False
+    events: int = 0
+
+    def merge(self, other: TreeChanges) -> None:
+        self.paths |= other.paths
+        self.overflow = self.overflow or other.overflow
+        self.events += other.events
+
+
+class TreeWatch:
+    """inotify on every folder under root that `prune` (a folder's relative path) does not exclude;
+    a folder created or moved in is watched before its files are looked at, one moved away or
+    deleted is forgotten. Linux only: start() says False elsewhere, or when the kernel refuses."""
+
+    def __init__(self, root: Path, prune: Callable[[str], bool]) -> None:
+        self.root = root
+        self.prune = prune
+        self.fd = -1
+        self.folders: dict[int, str] = {}  # watch descriptor -> folder ("" for the root)
+        self.why_not = ""
+
+    def start(self) -> bool:
+        """Watch the tree; False (with why_not) when inotify is unavailable or out of watches."""
+        if _LIBC is None:
+            self.why_not = "inotify is Linux's"
+            return False
+        self.fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if self.fd < 0:
+            self.why_not = f"inotify_init1 failed: {os.strerror(ctypes.get_errno())}"
+            return False
+        return self._add_tree("")
+
+    def _add(self, rel: str) -> bool:
+        path = self.root / rel if rel else self.root
+        wd = _LIBC.inotify_add_watch(self.fd, os.fsencode(path), _MASK | _IN_ONLYDIR | _IN_DONT_FOLLOW)  # type: ignore[union-attr]
+        if wd >= 0:
+            self.folders[wd] = rel
+            return True
+        err = ctypes.get_errno()
+        if err == errno.ENOSPC:
+            self.why_not = "out of inotify watches (raise fs.inotify.max_user_watches)"
+            return False
+        return True  # vanished or not a folder any more: its parent's events say so
+
+    def _add_tree(self, top: str) -> bool:
+        """Watch top and every folder below it (top first, so nothing created meanwhile is missed)."""
+        if not self._add(top):
+            return False
+        start = self.root / top if top else self.root
+        for dirpath, dirs, _files in os.walk(start):
+            rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+            rel_dir = "" if rel_dir == "." else rel_dir
+            kept = []
+            for name in dirs:
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if not self.prune(rel):
+                    if not self._add(rel):
+                        return False
+                    kept.append(name)
+            dirs[:] = kept
+        return True
+
+    def _forget(self, top: str) -> None:
+        """Stop watching top and what is below it (moved away: its watches would name old paths)."""
+        for wd, rel in list(self.folders.items()):
+            if rel == top or rel.startswith(top + "/"):
+                _LIBC.inotify_rm_watch(self.fd, wd)  # type: ignore[union-attr]
+                del self.folders[wd]
+
+    def resync(self) -> bool:
+        """After lost events: watch the tree anew (folders made meanwhile were never added)."""
+        for wd in list(self.folders):
+            _LIBC.inotify_rm_watch(self.fd, wd)  # type: ignore[union-attr]
+        self.folders.clear()
+        self._drain()
+        return self._add_tree("")
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until the kernel has something to say, or timeout_s passed; True when it has."""
+        try:
+            readable, _, _ = select.select([self.fd], [], [], max(0.0, timeout_s))
+        except (OSError, ValueError):
+            return False
+        return bool(readable)
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError):
+            while os.read(self.fd, 65536):
+                pass
+
+    def read(self) -> TreeChanges:
+        """Everything queued now, as changed paths; new folders are watched on the way."""
+        changes = TreeChanges()
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return changes
+            except OSError:
+                changes.overflow = True
+                return changes
+            if not data:
+                return changes
+            self._parse(data, changes)
+
+    def _parse(self, data: bytes, changes: TreeChanges) -> None:
+        offset = 0
+        while offset + _EVENT.size <= len(data):
+            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+            raw = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
+            offset += _EVENT.size + length
+            changes.events += 1
+            if mask & _IN_Q_OVERFLOW:
+                changes.overflow = True
+                continue
+            folder = self.folders.get(wd)
+            if mask & _IN_IGNORED:
+                self.folders.pop(wd, None)
+                continue
+            if folder is None:
+                continue  # a watch already forgotten (its folder moved away)
+            if not raw:
+                continue  # about the folder itself: its parent names it
+            name = os.fsdecode(raw)
+            rel = f"{folder}/{name}" if folder else name
+            if mask & _IN_ISDIR:
+                if self.prune(rel):
+                    continue
+                if mask & _IN_MOVED_FROM:
+                    self._forget(rel)
+                elif mask & (_IN_CREATE | _IN_MOVED_TO) and not self._add_tree(rel):
+                    changes.overflow = True  # out of watches: only a full pass can say what changed
+            changes.paths.add(rel)
+
+    def pending(self) -> bool:
+        """Whether the kernel has queued something (without reading it)."""
+        return self.fd >= 0 and self.wait(0)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd = -1
+        self.folders.clear()

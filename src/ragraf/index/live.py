@@ -1,0 +1,255 @@
+"""The live loop: the index kept within about a second of the disk while files change.
+
+On Linux the kernel names what changed (freshness/watch.py's TreeWatch). A burst (a checkout, a save
+through a temp file and a rename, an agent's batch of edits) is gathered until DEBOUNCE_S pass
+without an event, at most MAX_DELAY_S after its first, then one incremental run indexes it; what
+arrives during a run makes the next one. Lost events (the kernel's queue overflowed) re-watch the
+tree and run: an incremental run compares the whole disk with the index anyway, so nothing is lost.
+Elsewhere, with RAGRAF_WATCH=0, or out of inotify watches: the guard's stat pass every POLL_S
+seconds, and a run when it finds drift.
+
+Runs never overlap (one loop, one thread). A manual `ragraf index` that holds the writer lock is
+waited for, then followed by a run of ours (it may have listed the tree before the last change).
+The slow embedding tier runs after the lexical revision committed and stops as soon as the kernel
+reports a new change; the next quiet moment resumes it (the vectors computed so far are cached).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragraf.corpus.rules import EXCLUDED_DIRS
+from ragraf.errors import LockHeldError, RagrafError
+from ragraf.freshness.watch import TreeChanges, TreeWatch
+from ragraf.index.progress import Progress
+
+DEBOUNCE_S = 0.15  # quiet time that ends a burst
+MAX_DELAY_S = 0.5  # a burst that never goes quiet (continuous edits) is still indexed this soon
+POLL_S = 1.0  # the stat pass's interval where the kernel cannot tell
+LOCK_POLL_S = 0.2  # how often to look whether a manual `ragraf index` released the lock
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """One run of the live loop: why it ran, what the index run reported, how long after the change."""
+
+    number: int
+    trigger: str  # start | change | overflow | poll | lock (after another indexer released it)
+    paths: int  # paths the kernel named since the previous run (0 when polled)
+    report: dict[str, Any]  # the index run's report (IndexReport.to_dict())
+    lag_s: float  # from the first change seen to this run's commit
+    mode: str  # inotify | poll
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": "watch",
+            "run": self.number,
+            "trigger": self.trigger,
+            "mode": self.mode,
+            "changed_paths": self.paths,
+            "lag_s": round(self.lag_s, 3),
+            **{k: v for k, v in self.report.items() if k != "op"},
+        }
+
+
+@dataclass(frozen=True)
+class LiveOps:
+    """What the loop does, given by the operations layer above: `run` the incremental lexical run
+    (LockHeldError when another indexer holds the lock) and return its report; `embed` the slow
+    tier (None without an embedder), stopping when its progress raises; `drifted` the guard's verdict
+    (polling); `lock_holder` who holds the writer lock, or None."""
+
+    run: Callable[[], dict[str, Any]]
+    embed: Callable[[Progress], object] | None
+    drifted: Callable[[], bool]
+    lock_holder: Callable[[], str | None]
+
+
+class Superseded(Exception):
+    """A change arrived while the slow embedding tier ran: it stops; the next quiet moment resumes it."""
+
+
+class _YieldingProgress(Progress):
+    """Silent progress that stops the embedding phase (not the lexical one) when told to yield."""
+
+    def __init__(self, should_yield: Callable[[], bool]) -> None:
+        self.should_yield = should_yield
+        self.phase = ""
+
+    def start(self, phase: str, total: int) -> None:
+        self.phase = phase
+        self._check()
+
+    def advance(self, n: int = 1) -> None:
+        self._check()
+
+    def _check(self) -> None:
+        if self.phase == "embedding chunks" and self.should_yield():
+            raise Superseded
+
+
+def prune_for(root: Path, home: Path) -> Callable[[str], bool]:
+    """The folders not to watch: VCS and dependency folders (the default excludes), the index home."""
+    home = home.resolve()
+
+    def prune(rel: str) -> bool:
+        name = rel.rsplit("/", 1)[-1]
+        return name in EXCLUDED_DIRS or name.endswith(".egg-info") or (root / rel).resolve() == home
+
+    return prune
+
+
+class LiveLoop:
+    """Keeps one root's index live until `stop` is set; `on_run` hears of every run, `on_note` of
+    everything else worth a line (waiting for the lock, a failed run, polling instead of inotify)."""
+
+    def __init__(
+        self,
+        root: Path,
+        home: Path,
+        ops: LiveOps,
+        on_run: Callable[[LiveRun], None],
+        on_note: Callable[[str], None],
+        stop: threading.Event | None = None,
+        use_inotify: bool = True,
+    ) -> None:
+        self.root, self.ops, self.on_run, self.on_note = root, ops, on_run, on_note
+        self.stop = stop or threading.Event()
+        self.watch: TreeWatch | None = TreeWatch(root, prune_for(root, home)) if use_inotify else None
+        self.runs = 0
+        self.mode = "poll"
+        self._embed_owed = False
+
+    def run_forever(self) -> None:
+        """Watch, then run once to catch up with what changed while nobody watched, then on changes."""
+        if self.watch is not None:
+            if self.watch.start():
+                self.mode = "inotify"
+                self.on_note(f"watching {len(self.watch.folders)} folders under {self.root} (inotify)")
+            else:
+                self.on_note(f"watching by a stat pass every {POLL_S:g}s: {self.watch.why_not}")
+                self.watch.close()
+                self.watch = None
+        try:
+            self._run("start", TreeChanges(), time.monotonic())
+            while not self.stop.is_set():
+                if self.watch is not None:
+                    self._next_burst()
+                else:
+                    self._next_poll()
+        finally:
+            if self.watch is not None:
+                self.watch.close()
+
+    def _next_burst(self) -> None:
+        watch = self.watch
+        assert watch is not None
+        if not watch.wait(DEBOUNCE_S if self._embed_owed else 0.5):
+            if self._embed_owed and not self.stop.is_set():
+                self._embed()  # a quiet moment: the slow tier resumes
+            return
+        first = time.monotonic()
+        changes = watch.read()
+        while not self.stop.is_set():
+            left = min(DEBOUNCE_S, first + MAX_DELAY_S - time.monotonic())
+            if left <= 0 or not watch.wait(left):
+                break
+            changes.merge(watch.read())
+        if changes.overflow or changes.paths:
+            self._run("change", changes, first)
+
+    def _next_poll(self) -> None:
+        if self.stop.wait(DEBOUNCE_S if self._embed_owed else POLL_S):
+            return
+        first = time.monotonic()
+        try:
+            drifted = self.ops.drifted()
+        except RagrafError as exc:
+            self.on_note(f"the stat pass failed: {exc.message}")
+            return
+        if drifted:
+            self._run("poll", TreeChanges(), first)
+        elif self._embed_owed:
+            self._embed()
+
+    def _run(self, trigger: str, changes: TreeChanges, first: float) -> None:
+        """One incremental run (after another indexer's, when it holds the lock); then the slow tier."""
+        lost = changes.overflow
+        while not self.stop.is_set():
+            lost = self._drain(changes) or lost  # queued before the run: the run covers it
+            if lost:
+                self._resync()
+                lost, trigger = False, "overflow" if trigger == "change" else trigger
+            try:
+                report = self.ops.run()
+            except LockHeldError:
+                self._wait_for_lock()
+                trigger = "lock"
+                continue
+            except RagrafError as exc:
+                self.on_note(
+                    f"index run failed: {exc.message}" + (f" ({exc.suggest})" if exc.suggest else "")
+                )
+                return
+            except Exception as exc:  # a long-running loop outlives one failed run; the next change retries
+                self.on_note(f"index run failed unexpectedly: {type(exc).__name__}: {exc}")
+                return
+            break
+        else:
+            return
+        self.runs += 1
+        lag = time.monotonic() - first
+        self.on_run(LiveRun(self.runs, trigger, len(changes.paths), report, lag, self.mode))
+        self._embed_owed = self.ops.embed is not None
+        if self._embed_owed and not self._changed_since():
+            self._embed()
+
+    def _drain(self, changes: TreeChanges) -> bool:
+        """Add what the kernel queued to changes; True when it had dropped events."""
+        if self.watch is None:
+            return False
+        new = self.watch.read()
+        changes.merge(new)
+        return new.overflow
+
+    def _resync(self) -> None:
+        """After lost events: watch the tree anew (folders made meanwhile went unwatched), or poll."""
+        watch = self.watch
+        if watch is None:
+            return
+        self.on_note("the kernel dropped events (queue overflow): watching the tree anew, a full pass")
+        if not watch.resync():
+            self.on_note(f"watching by a stat pass every {POLL_S:g}s: {watch.why_not}")
+            watch.close()
+            self.watch, self.mode = None, "poll"
+
+    def _wait_for_lock(self) -> None:
+        holder = self.ops.lock_holder()
+        if holder:
+            self.on_note(f"another indexer holds the lock ({holder}): waiting, then indexing after it")
+        # At least one wait: a lock the holder cannot name (PostgreSQL's advisory lock) is not spun on.
+        while not self.stop.wait(LOCK_POLL_S) and self.ops.lock_holder() is not None:
+            pass
+
+    def _changed_since(self) -> bool:
+        return self.stop.is_set() or (self.watch is not None and self.watch.pending())
+
+    def _embed(self) -> None:
+        """The slow tier, until done or a change arrives (then it is owed to the next quiet moment)."""
+        assert self.ops.embed is not None
+        try:
+            self.ops.embed(_YieldingProgress(self._changed_since))
+        except Superseded:
+            return
+        except LockHeldError:
+            return  # another indexer runs: it embeds too, or the next quiet moment does
+        except Exception as exc:  # a provider or store failure: the lexical revision answers meanwhile
+            self.on_note(
+                f"embedding stopped: {getattr(exc, 'message', None) or f'{type(exc).__name__}: {exc}'}"
+            )
+        self._embed_owed = False
