@@ -165,6 +165,18 @@ def render_error(env: Envelope) -> str:
     return tool_words("\n".join(_header(env.to_dict())))
 
 
+def _base_line(base: dict[str, Any]) -> str:
+    """A work tree's base in an index report: the base branch's committed files, indexed once for
+    every work tree of the repository."""
+    where = f"base {base.get('branch')}@{str(base.get('commit') or '')[:10]}"
+    files, chunks = base.get("files") or {}, base.get("chunks") or {}
+    return (
+        f"{where} (its committed files, shared by every work tree): {base.get('index_rev')}: "
+        f"{files.get('added', 0)} added, {files.get('modified', 0)} modified, {files.get('deleted', 0)} deleted; "
+        f"{chunks.get('new', 0)} new chunks of {chunks.get('total', 0)}"
+    )
+
+
 def render_report(data: dict[str, Any], warnings: bool = True) -> str:
     """An index report as `ragraf index` prints it: its warnings first (unless the caller shows
     them apart), the reason for a full rebuild, its line, then the files skipped for their content."""
@@ -178,7 +190,18 @@ def render_report(data: dict[str, Any], warnings: bool = True) -> str:
     lines = [f"WARNING: {w}" for w in data.get("warnings") or []] if warnings else []
     if data.get("reason"):
         lines.append(str(data["reason"]))
+    base = data.get("base") or {}
+    if base.get("new_revision"):  # a base that did not move goes unsaid
+        lines.append(_base_line(base))
     lines.append(line)
+    over = str(data.get("index_rev") or "").partition("+")[0]
+    first_view = not (files.get("modified") or files.get("deleted") or files.get("unchanged"))
+    if base and data.get("new_revision") and "+" in str(data.get("index_rev") or "") and first_view:
+        read = data.get("files_read", 0)
+        lines.append(
+            f"  (this work tree over {over}: the files git says match {base.get('branch')}'s commit are "
+            f"the base's, not read again; {read} file{'s' * (read != 1)} read from disk)"
+        )
     skipped = data.get("skipped_files") or []
     if skipped:
         named = ", ".join(f"{printable(s['path'])} ({s['reason']})" for s in skipped[:SKIPPED_SHOWN])

@@ -169,7 +169,19 @@ def render_facts(env: Envelope, budget_bytes: int | None = None, more: More | No
     if elided or following:
         lines.append(_elision(elided + following, env, shown, budget_bytes if elided else None, more))
         env.truncated["results"] += elided
+    elif not (env.page or {}).get("offset"):  # all of them shown: say how many
+        lines.append(_fact_count(env.op, env.results))
     return "\n".join(lines)
+
+
+def _fact_count(op: str, results: list[dict]) -> str:
+    """`12 call sites in 4 files` / `3 definitions in 2 files`."""
+    n, files = len(results), len({f["path"] for f in results})
+    if op == "def":
+        noun = "definition"
+    else:
+        noun = "call site" if all(f.get("kind") == "call" for f in results) else "reference"
+    return f"{n} {noun}{'s' * (n != 1)} in {files} file{'s' * (files != 1)}"
 
 
 def render_outline(env: Envelope) -> str:
@@ -228,9 +240,19 @@ def render_drift(env: Envelope) -> str:
     lines = _header(env)
     if not env.results:
         lines.append("no open drift entries: the disk matches the index")
+    if env.results:
+        files = len({e["path"] for e in env.results})
+        syms = sum(len(e["affected_symbols"]) for e in env.results)
+        chunks = sum(len(e["affected_nodes"]) for e in env.results)
+        lines.append(
+            f"{files} file{'s' * (files != 1)} changed on disk since {env.index_rev}: {syms} indexed "
+            f"definition{'s' * (syms != 1)} in them may be out of date, {chunks} indexed "
+            f"chunk{'s' * (chunks != 1)} of them answer searches as stale; run `ragraf index` to catch up"
+        )
     for e in env.results:
         syms, chunks = len(e["affected_symbols"]), len(e["affected_nodes"])
-        named = ", ".join(e["affected_symbols"][:5]) + (" …" if syms > 5 else "")
+        names = [str(s["name"]) if isinstance(s, dict) else str(s) for s in e["affected_symbols"][:5]]
+        named = ", ".join(names) + (" …" if syms > 5 else "")
         lines.append(
             f"#{e['entry_id']} {e['change']:<6} {printable(e['path'])}  (seen by {e['detected_by']} at {e['detected_at']})"
             + (f"\n    {syms} indexed definitions in it may be out of date: {named}" if syms else "")

@@ -119,7 +119,7 @@ def index_version(settings: Settings, model_id: str = "none", dim: int = 0, stat
 def git_stamp(root: Path) -> tuple[str | None, str | None]:
     """(HEAD commit, branch) of the work tree at root, or Nones outside git."""
     try:
-        out = run_watched(["git", "rev-parse", "--verify", "-q", "HEAD", "--abbrev-ref", "HEAD"], root)
+        out = run_watched(["git", "rev-parse", "-q", "HEAD", "--abbrev-ref", "HEAD"], root)
     except (OSError, subprocess.TimeoutExpired):
         return None, None
     lines = out.stdout.decode(errors="replace").split()
@@ -542,14 +542,21 @@ def dry_run(
     current = store.current_revision() if store else None
     old = store.manifest(current.rev_no) if store and current else {}
     folders: dict[str, dict[str, int]] = {}
-    total_chunks = changed = 0
+    total_chunks = changed = shared = 0
     to_embed: list[str] = []
+    # The index stores a content once however many files hold it, and counts its chunks once: so
+    # does the estimate, at the first path that holds it.
+    seen: set[tuple[str, str | None]] = set()
     for hf in hashed:
         path = hf.stat.path
         folder = str(PurePosixPath(path).parent)
         row = folders.setdefault(folder, {"files": 0, "bytes": 0, "chunks": 0})
         row["files"] += 1
         row["bytes"] += hf.stat.size
+        if (hf.sha256, language_of(path)) in seen:
+            shared += 1
+            continue
+        seen.add((hf.sha256, language_of(path)))
         prior = old.get(path)
         if prior is not None and prior.sha256 == hf.sha256 and store is not None:
             n = len(store.chunks_of(current.rev_no, path)) if current else 0  # type: ignore[attr-defined]
@@ -574,6 +581,7 @@ def dry_run(
         "bytes": sum(hf.stat.size for hf in hashed),
         "chunks": total_chunks,
         "files_to_process": changed,
+        "files_sharing_content": shared,
         "folders": dict(sorted(folders.items())),
         "skipped": dict(skipped),
         "skipped_files": skipped_files(found.skipped, _read_again(settings, unindexable)),

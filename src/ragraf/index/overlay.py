@@ -114,6 +114,9 @@ def seed_view(
     never read), the touched files read, chunked and laid over them."""
     manifest = store.manifest(seed.base.rev_no)
     changed = set(seed.changed)
+    progress.note(
+        f"this work tree over the base {seed.base.rev}: {len(changed)} files differ from its commit"
+    )
     candidates = sorted(set(manifest) | changed)
     stamps = dir_stamps(settings.root)  # before listing, so a file created meanwhile shows as drift
     found = discover(settings.root, settings.max_file_bytes, candidates)
