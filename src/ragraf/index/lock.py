@@ -45,14 +45,14 @@ class WriterLock:
             self.queue.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise StoreError(
-                f"cannot take the index lock {self.path}: {exc.strerror}",
-                suggest="the index home must be writable to index (RAGRAF_HOME moves it)",
-            ) from None
+            raise _unwritable(self.path, exc) from None
         deadline = time.monotonic() + self.timeout_s
         told = False
         try:
-            self._take_ticket()
+            try:
+                self._take_ticket()
+            except OSError as exc:
+                raise _unwritable(self.queue, exc) from None
             while not (self._my_turn() and _try_flock(fd)):
                 if not self.wait or time.monotonic() > deadline:
                     raise LockHeldError(
@@ -161,6 +161,13 @@ class WriterLock:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def _unwritable(path: Path, exc: OSError) -> StoreError:
+    return StoreError(
+        f"cannot take the index lock {path}: {exc.strerror}",
+        suggest="the index home must be writable to index (RAGRAF_HOME moves it)",
+    )
 
 
 def _try_flock(fd: int, kind: int = fcntl.LOCK_EX) -> bool:
