@@ -18,6 +18,7 @@ from ragraf.index.lock import WriterLock
 from ragraf.index.overlay import base_ref, base_revision, open_base, plan_seed, seed_view, update_base
 from ragraf.index.progress import Progress
 from ragraf.store import Revision, Store, open_store
+from ragraf.store.sqlite.integrity import check_pages, seal
 
 
 class IndexRuns(Session):
@@ -62,18 +63,29 @@ class IndexRuns(Session):
         try:
             store = self._open_to_write(full)
             try:
-                return self._index_into(store, full, lexical_only, progress, update_base)
+                report = self._index_into(store, full, lexical_only, progress, update_base)
             finally:
                 store.close()
+            seal(self.settings.db_path)  # the next run skips the page check if nothing else wrote the file
+            return report
         finally:
             lock.release()
 
     def _open_to_write(self, full: bool) -> Store:
         """The SQLite store to index into; with `full`, a damaged file (SQLite's quick_check reads
-        every page) is removed and rebuilt from nothing: the embeddings come from the cache."""
+        every page) is removed and rebuilt from nothing: the embeddings come from the cache; without,
+        a damaged file is refused (store/sqlite/integrity.py: checked when it changed since the last run)."""
         try:
             store = open_store(self.settings, create=True)
-            if not full or store.damaged() is None:  # type: ignore[attr-defined]
+            if not full:
+                # A page damaged mid-file is found here, not weeks later by the query that reaches it.
+                try:
+                    check_pages(store.db, self.settings.db_path)  # type: ignore[attr-defined]
+                except IndexCorruptError:
+                    store.close()
+                    raise
+                return store
+            if store.damaged() is None:  # type: ignore[attr-defined]
                 return store
             store.close()
         except IndexCorruptError:
@@ -193,6 +205,6 @@ class IndexRuns(Session):
 
 
 def _remove_index_files(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", ".checked"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(f"{db}{suffix}")
