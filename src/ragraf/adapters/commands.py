@@ -1,4 +1,4 @@
-"""The `ragraf serve`, `ragraf mcp` and `ragraf mcp-config` commands; `register(main)` attaches them."""
+"""The serve, watch, mcp and mcp-config commands of `ragraf`; `register(main)` attaches them."""
 
 from __future__ import annotations
 
@@ -49,11 +49,13 @@ _WHERE = {
 }
 
 
-def _run(op: str, fn: Callable[[], Any]) -> Any:
+def _run(op: str, fn: Callable[[], Any], on_error: Callable[[RagrafError], None] | None = None) -> Any:
     """Run fn; a RagrafError becomes its message and suggestion on stderr, and its exit code."""
     try:
         return fn()
     except RagrafError as exc:
+        if on_error is not None:
+            on_error(exc)
         click.echo(f"ragraf {op}: {exc.message}" + (f"\n  → {exc.suggest}" if exc.suggest else ""), err=True)
         sys.exit(exc.exit_code)
 
@@ -67,8 +69,13 @@ def _run(op: str, fn: Callable[[], Any]) -> Any:
     default=None,
     help="Serve the HTTP API instead of MCP (127.0.0.1 unless HOST; other hosts need RAGRAF_HTTP_TOKEN).",
 )
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Keep the index live beside the server, as `ragraf watch` does (each --root, else this folder).",
+)
 @_LOG_LEVEL
-def serve_cmd(roots: tuple[Path, ...], listen: str | None, log_level: str) -> None:
+def serve_cmd(roots: tuple[Path, ...], listen: str | None, live: bool, log_level: str) -> None:
     """Serve the operations to agents: MCP on stdio, or with --http an HTTP API.
 
     \b
@@ -76,15 +83,47 @@ def serve_cmd(roots: tuple[Path, ...], listen: str | None, log_level: str) -> No
       ragraf serve                              # MCP on stdio for this folder
       ragraf serve --root ../api --root ../web  # two repositories; tools take repo=api|web
       ragraf serve --http 8765                  # HTTP API and web page on 127.0.0.1:8765
+      ragraf serve --live                       # and index every change within about a second
     """
-    if listen is None:
-        from ragraf.adapters.mcp_server import run
+    stop_live = None
+    if live:
+        from ragraf.adapters.live_index import start_live
 
-        _run("serve", lambda: run(roots, log_level))
-        return
-    from ragraf.adapters.http_api import serve_http
+        stop_live = _run("serve", lambda: start_live(roots or (Path("."),)))
+    try:
+        if listen is None:
+            from ragraf.adapters.mcp_server import run
 
-    _run("serve", lambda: serve_http(roots, listen))
+            _run("serve", lambda: run(roots, log_level))
+            return
+        from ragraf.adapters.http_api import serve_http
+
+        _run("serve", lambda: serve_http(roots, listen))
+    finally:
+        if stop_live is not None:
+            stop_live()
+
+
+@click.command("watch")
+@_ROOT
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per run instead of a line.")
+def watch_cmd(root: Path, as_json: bool) -> None:
+    """Keep the index live in the foreground: each change on disk indexed within about a second.
+
+    A line per run: what started it, how soon after the change it committed, what it indexed.
+    Bursts (a checkout, a save through a temp file) are gathered into one run; a manual `ragraf
+    index` is waited for. Linux: inotify on every folder; elsewhere, with RAGRAF_WATCH=0 or out of
+    inotify watches, a stat pass every second. Ctrl-C exits 130, SIGTERM 0.
+    """
+    from ragraf.adapters.live_index import watch
+
+    def fail(exc: RagrafError) -> None:
+        if as_json:
+            from ragraf.api import error_envelope
+
+            click.echo(json.dumps(error_envelope("watch", exc).to_dict(), ensure_ascii=False))
+
+    sys.exit(_run("watch", lambda: watch(root, as_json), fail))
 
 
 @click.command("mcp")
@@ -168,6 +207,6 @@ def mcp_config_cmd(
 
 
 def register(main: click.Group) -> None:
-    """Attach serve, mcp and mcp-config to the `ragraf` group."""
-    for command in (serve_cmd, mcp_cmd, mcp_config_cmd):
+    """Attach serve, watch, mcp and mcp-config to the `ragraf` group."""
+    for command in (serve_cmd, watch_cmd, mcp_cmd, mcp_config_cmd):
         main.add_command(command)

@@ -63,9 +63,8 @@ def run_line(run: LiveRun) -> str:
         if run.trigger == "change"
         else "events were lost: a full pass"
     )
-    return (
-        f"[run {run.number}: {cause}; {run.lag_s:.2f} s after the first change] {render_report(run.report)}"
-    )
+    when = "" if run.trigger == "start" else f"; {run.lag_s:.2f} s after the first change"
+    return f"[run {run.number}: {cause}{when}] {render_report(run.report)}"
 
 
 class _Terminated(Exception):
@@ -74,6 +73,10 @@ class _Terminated(Exception):
 
 def _terminate(_signum: int, _frame: FrameType | None) -> None:
     raise _Terminated
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def watch(root: Path, as_json: bool) -> int:
@@ -102,7 +105,8 @@ def watch(root: Path, as_json: bool) -> int:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         idx.close()
-    print(f"ragraf watch: {how} after {loop.runs} runs; {_answering(root)}", file=sys.stderr, flush=True)
+    runs = f"{loop.runs} run{'s' if loop.runs != 1 else ''}"
+    print(f"ragraf watch: {how} after {runs}; {_answering(root)}", file=sys.stderr, flush=True)
     return code
 
 
@@ -120,6 +124,10 @@ def start_live(roots: Iterable[Path]) -> Callable[[], None]:
     logged at info level, anything else worth saying at warning."""
     stop = threading.Event()
     threads = []
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM stops the server as Ctrl-C does (the MCP server then ends cleanly, exit 0);
+        # uvicorn (--http) installs its own handler when it starts.
+        signal.signal(signal.SIGTERM, _interrupt)
     for root in roots:
         idx = Index.open(root)
 
