@@ -387,10 +387,13 @@ def serve_http(
     """Serve the API until interrupted; refuses unsafe binds before opening the port."""
     import uvicorn
 
+    from ragraf.adapters.http_deadline import deadline_protocol
+
     env = dict(os.environ) if env is None else env
     host, port = parse_listen(listen)
     token = env.get("RAGRAF_HTTP_TOKEN") or None
     check_bind(host, token)
+    protocol = deadline_protocol(env)  # idle and trickling connections closed (slowloris)
     origins = [o.strip() for o in env.get("RAGRAF_HTTP_CORS_ORIGINS", "").split(",") if o.strip()]
     app = create_app(root, token=token, cors_origins=origins, check_host=is_loopback(host))
     shown = f"[{host}]" if ":" in host else host
@@ -410,6 +413,7 @@ def serve_http(
         server_header=False,
         proxy_headers=False,
         timeout_keep_alive=5,
+        http=protocol,
     )
 
 
