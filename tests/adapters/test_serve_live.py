@@ -156,3 +156,29 @@ def test_watch_interrupted_by_ctrl_c_exits_130_and_says_what_answers(repo: Path)
     code, err = watcher.stop(signal.SIGINT)
     assert code == 130, err
     assert "interrupted after 1 run;" in err and "Traceback" not in err
+
+
+def test_serve_live_ends_on_sigterm_with_exit_0_while_its_client_keeps_stdin_open(tmp_path: Path) -> None:
+    root = build_index(tmp_path / "repo")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragraf.cli", "serve", "--live", "--root", str(root)],
+        env={**os.environ, **SERVER_ENV},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        seen = ""
+        while "watching" not in seen:  # the live loop is up
+            line = proc.stderr.readline()
+            assert line, seen
+            seen += line
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=HANG_S) == 0
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -75,10 +76,6 @@ def _terminate(_signum: int, _frame: FrameType | None) -> None:
     raise _Terminated
 
 
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def watch(root: Path, as_json: bool) -> int:
     """The live loop in the foreground: a line per run (a JSON object with as_json) until stopped."""
     idx = Index.open(root)
@@ -124,10 +121,6 @@ def start_live(roots: Iterable[Path]) -> Callable[[], None]:
     logged at info level, anything else worth saying at warning."""
     stop = threading.Event()
     threads = []
-    if threading.current_thread() is threading.main_thread():
-        # SIGTERM stops the server as Ctrl-C does (the MCP server then ends cleanly, exit 0);
-        # uvicorn (--http) installs its own handler when it starts.
-        signal.signal(signal.SIGTERM, _interrupt)
     for root in roots:
         idx = Index.open(root)
 
@@ -152,6 +145,16 @@ def start_live(roots: Iterable[Path]) -> Callable[[], None]:
         for thread in threads:
             thread.join(timeout=5)  # a run still going is abandoned: its transaction never commits
 
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        # The MCP server waits for its client to close stdin, which a SIGTERM does not: the loops stop
+        # between runs, then the process ends (exit 0). uvicorn (--http) installs its own handler.
+        stop_all()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, terminate)
     return stop_all
 
 
