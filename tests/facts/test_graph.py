@@ -40,13 +40,16 @@ PROJECT = {
 }
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    write(root, PROJECT)
+def _indexed(root: Path, files: dict[str, str]) -> Path:
+    write(root, files)
     with Index.open(root) as idx:
         idx.index()
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return _indexed(tmp_path / "proj", PROJECT)
 
 
 def _sites(env) -> dict[tuple[str, int], dict]:
@@ -145,3 +148,90 @@ def test_a_constructor_and_a_nested_function_are_reached_through_what_runs_them(
         key = {r["qualified"] for r in idx.callers("outer.key", depth=2).results}
     assert "test_box" in init and "test_outer" not in init
     assert "test_outer" in key and "test_box" not in key
+
+
+CLASSES = {
+    "app/base.py": (
+        "class Command:\n"  # 1
+        "    def main(self, args):\n"  # 2
+        "        return self.invoke(args)\n"  # 3
+        "\n"
+        "    def invoke(self, args):\n"  # 5
+        "        return args\n"
+        "\n"
+        "    def close(self):\n"  # 8
+        "        return None\n"
+    ),
+    "app/group.py": (
+        "from .base import Command\n"  # 1
+        "\n\n"
+        "class Group(Command):\n"  # 4
+        "    def invoke(self, args):\n"  # 5
+        "        return super().invoke(args)\n"  # 6
+        "\n"
+        "    def run(self, args):\n"  # 8
+        "        return self.main(args)\n"  # 9
+        "\n\n"
+        "class Runner:\n"  # 12
+        "    def __init__(self):\n"  # 13
+        "        self.cmd = Group()\n"  # 14
+        "\n"
+        "    def go(self, ctx: 'Command', f):\n"  # 16
+        "        runner = Runner()\n"  # 17
+        "        runner.start(ctx)\n"  # 18
+        "        self.cmd.run([])\n"  # 19
+        "        f.close()\n"  # 20
+        "        return ctx.main([])\n"  # 21
+        "\n"
+        "    def start(self, ctx):\n"  # 23
+        "        return ctx\n"
+    ),
+    "tests/conftest.py": "import pytest\nfrom app.group import Group\n\n\n@pytest.fixture\ndef group():\n    return Group()\n",
+    "tests/test_group.py": "def test_run(group):\n    assert group.run([]) == []\n",
+}
+
+
+@pytest.fixture
+def classes(tmp_path: Path) -> Path:
+    return _indexed(tmp_path / "classes", CLASSES)
+
+
+def _targets(site: dict) -> set[tuple[str, int]]:
+    return {(t["path"], t["line"]) for t in site["targets"]}
+
+
+def test_a_call_on_self_reaches_the_inherited_method_and_the_overrides_it_may_dispatch_to(
+    classes: Path,
+) -> None:
+    with Index.open(classes) as idx:
+        main = _sites(idx.callees("Command.main"))
+        run = _sites(idx.callees("Group.run"))
+        sup = _sites(idx.callees("Group.invoke"))
+    # Command.main's self.invoke may run Command.invoke or, on a Group, Group.invoke
+    assert _targets(main[("invoke", 3)]) == {("app/base.py", 5), ("app/group.py", 5)}
+    # Group.run's self.main is inherited from Command, in another file
+    assert _targets(run[("main", 9)]) == {("app/base.py", 2)}
+    # super().invoke is the base's, never the override it is called from
+    assert _targets(sup[("invoke", 6)]) == {("app/base.py", 5)}
+
+
+def test_a_receiver_of_a_known_class_resolves_through_its_annotation_constructor_or_fixture(
+    classes: Path,
+) -> None:
+    with Index.open(classes) as idx:
+        go = _sites(idx.callees("Runner.go"))
+        test = _sites(idx.callees("test_run"))
+    assert _targets(go[("start", 18)]) == {("app/group.py", 23)}  # runner = Runner()
+    assert _targets(go[("run", 19)]) == {("app/group.py", 8)}  # self.cmd = Group()
+    assert _targets(go[("main", 21)]) == {("app/base.py", 2)}  # ctx: 'Command'
+    # f is of no known type and close is a method of files: not passed off as Command.close
+    assert go[("close", 20)]["how"] == "unresolved" and go[("close", 20)]["targets"] == []
+    # a pytest fixture's argument is what the fixture returns
+    assert _targets(test[("run", 2)]) == {("app/group.py", 8)}
+
+
+def test_impact_of_an_override_reaches_the_test_through_the_base_class_call(classes: Path) -> None:
+    with Index.open(classes) as idx:
+        callers = idx.callers("Group.invoke", depth=4)
+    reached = {r["qualified"] for r in callers.results}
+    assert {"Command.main", "Group.run", "test_run"} <= reached

@@ -15,12 +15,14 @@ traversal below shares; splitting it by language would scatter one lookup order.
 
 from __future__ import annotations
 
+import io
 import re
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from ragraf.languages import is_test_path, language_of
+from ragraf.languages import is_example_path, is_test_path, language_of
 from ragraf.store import FactHit, Store
 
 from .lookup import ENTRY_STEMS
@@ -29,10 +31,22 @@ MAX_DEPTH = 10  # a deeper ask is clamped: past ten hops a graph is the whole pr
 DEFAULT_BUDGET = 200  # nodes of one traversal; what is cut is counted
 MAX_SITES = 20_000  # call sites of one name read for its callers
 MAX_CANDIDATES = 3  # definitions one call on an unknown receiver may mean and still count
+MAX_DISPATCH = 8  # definitions a call on a known class may run: its own or inherited, and overrides
+MAX_OVERRIDE_SCAN = 400  # definitions of one method name read to find the overrides in subclasses
+_TYPE_SCAN_LINES = 400  # lines of the caller read back from a call to find its receiver's type
 _REEXPORT_HOPS = 4
 _NODE_KINDS = frozenset(
     {"function", "method", "class", "struct", "interface", "trait", "enum", "type", "module"}
 )
+# Methods the builtin types have (`f.close()`, `d.update()`, `s.split()`): on a receiver of
+# unknown type such a call is more likely theirs than the project's only method of that name.
+_BUILTIN_METHODS = frozenset(
+    name
+    for t in (str, bytes, list, dict, set, tuple, int, float, io.TextIOWrapper, io.BytesIO, threading.Thread)
+    for name in dir(t)
+    if not name.startswith("_")
+)
+_CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum"})
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "constructor", "new", "init"})
 _SELF = frozenset({"self", "cls", "this", "Self", "super"})
 _RUST_ROOTS = frozenset({"crate", "self", "super"})
@@ -40,6 +54,9 @@ _IDENT = r"[A-Za-z_$][\w$]*"
 _SEP = r"(?:\?\.|\.|::|->)"
 _RECEIVER = re.compile(rf"({_IDENT}(?:\s*{_SEP}\s*{_IDENT})*)\s*{_SEP}\s*\Z")
 _ALIAS = re.compile(rf"({_IDENT}|\*)\s+as\s+({_IDENT})")
+_PY_BASES = re.compile(r"\bclass\s+[\w$]+\s*(?:\[[^\]]*\])?\s*\(([^)]*)\)")
+_EXTENDS = re.compile(r"\b(?:extends|implements|:)\s+([\w$.,<>\s]+?)\s*(?:\{|\bwhere\b|$)")
+_RETURNED = re.compile(rf"^\s*(?:return|yield)\s+({_IDENT}(?:\.{_IDENT})*)\s*\(")
 _JS_DEFAULT = re.compile(rf"\bimport\s+({_IDENT})\s*(?:,|\bfrom\b)")
 _SOURCE_SUFFIXES = (
     ".py", ".pyi", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".go", ".rs", ".java", ".kt",
@@ -147,6 +164,7 @@ class CodeGraph:
         self._modules: dict[str, list[str]] | None = None
         self._folders: dict[str, list[str]] | None = None
         self._bindings: dict[str, dict[str, tuple[str, str | None]]] = {}
+        self._ancestors: dict[str, list[str]] = {}
         self._live = live or {}
         self.reads = 0  # store lookups made: what the tests count instead of time
 
@@ -256,6 +274,16 @@ class CodeGraph:
                     return site("import", found[:MAX_CANDIDATES])
             if not files and name is None:
                 return site("unresolved", [], f"{head} is imported from {module}, outside the index")
+        # A local or attribute of a known class: `ctx: Context`, `runner = CliRunner()`, a fixture
+        cls = None
+        if len(parts) == 1 and head not in bindings:
+            cls = self.type_of(head, caller, hit)
+        elif len(parts) == 2 and head in ("self", "this"):
+            cls = self.attribute_type(_class_of(caller), parts[1].strip(), hit.path)
+        if cls:
+            found = self.methods_of(cls, hit.name)
+            if found:
+                return site("exact" if all(d.path == hit.path for d in found) else "name", found)
         # A type of the project named as the receiver: a static call (`Foo.bar()`, `Foo::new()`).
         owned = [
             d
@@ -264,6 +292,9 @@ class CodeGraph:
         ]
         if owned:
             return site("exact" if any(d.path == hit.path for d in owned) else "name", owned[:MAX_CANDIDATES])
+        if hit.name in _BUILTIN_METHODS:
+            why = f"called on {receiver}: its type is not known, and builtin types have {hit.name} too"
+            return site("unresolved", [], why)
         return self._by_name(hit, site, methods_only=True, why=f"called on {receiver}: its type is not known")
 
     def _bare(self, hit: FactHit, caller: Node, site) -> CallSite:  # type: ignore[no-untyped-def]
@@ -297,6 +328,13 @@ class CodeGraph:
 
     def _on_self(self, hit: FactHit, caller: Node, head: str, site) -> CallSite:  # type: ignore[no-untyped-def]
         cls = _class_of(caller)
+        if cls:
+            # its own method or the nearest base's, and the overrides a subclass may dispatch to
+            found = self.methods_of(cls, hit.name, inherited_only=head == "super")
+            if found:
+                return site("exact" if all(d.path == hit.path for d in found) else "name", found)
+            if head == "super":
+                return site("unresolved", [], f"inherited by {cls} from a class outside the index")
         here = [d for d in self.defs_in(hit.path) if d.name == hit.name and d.container is not None]
         mine = [d for d in here if cls and (d.container == cls or d.container.endswith("." + cls))]
         if mine:
@@ -317,6 +355,129 @@ class CodeGraph:
         if found:
             why = f"{why}; {len(found)} definitions of {hit.name} fit"
         return site("unresolved", [], why)
+
+    # --- classes: their bases, their methods, the types of receivers --------------------------
+
+    def classes_named(self, name: str) -> list[FactHit]:
+        return [d for d in self.defs_named(name) if d.kind in _CLASS_KINDS]
+
+    def bases(self, cls: str) -> list[str]:
+        """The names of the classes `cls` extends, as its definitions' first lines give them."""
+        out: list[str] = []
+        for d in self.classes_named(cls):
+            text = d.signature or self.line(d.path, d.line)
+            m = _PY_BASES.search(text) if language_of(d.path) == "python" else _EXTENDS.search(text)
+            if m is None:
+                continue
+            for part in re.split(r",|\bimplements\b|\bextends\b", m.group(1)):
+                names = re.findall(_IDENT, re.sub(r"<.*", "", part)) if "=" not in part else []
+                if names and names[-1] not in out and names[-1] != cls:
+                    # `pkg.Base` → Base; `Generic[T]` → Generic
+                    dotted = re.match(rf"\s*({_IDENT}(?:\.{_IDENT})*)", part)
+                    out.append(dotted.group(1).rsplit(".", 1)[-1] if dotted else names[-1])
+        return out
+
+    def ancestors(self, cls: str) -> list[str]:
+        """`cls` and the classes it extends, nearest first (breadth first, each once)."""
+        if cls in self._ancestors:
+            return self._ancestors[cls]
+        order, queue = [cls], deque([cls])
+        while queue and len(order) < 32:
+            for base in self.bases(queue.popleft()):
+                if base not in order:
+                    order.append(base)
+                    queue.append(base)
+        self._ancestors[cls] = order
+        return order
+
+    def methods_of(self, cls: str, name: str, inherited_only: bool = False) -> list[FactHit]:
+        """What `obj.name()` may run when obj is a `cls`: the method of cls or of its nearest base
+        that has one, and the overrides in cls's subclasses (a call dispatches to either)."""
+        methods = [d for d in self.defs_named(name) if d.container]
+        chain = self.ancestors(cls)[1:] if inherited_only else self.ancestors(cls)
+        own: list[FactHit] = []
+        for c in chain:
+            own = [d for d in methods if _owner_class(d) == c]
+            if own:
+                break
+        overrides = []
+        if not inherited_only and len(methods) <= MAX_OVERRIDE_SCAN:
+            overrides = [
+                d for d in methods
+                if d not in own and _owner_class(d) != cls and not is_test_path(d.path) and not is_example_path(d.path)
+                and cls in self.ancestors(_owner_class(d))[1:]
+            ]  # fmt: skip
+        return (own + overrides)[:MAX_DISPATCH]
+
+    def class_in(self, text: str) -> str | None:
+        """The project's class an annotation or constructor names (`t.Optional["Context"]` → Context)."""
+        for name in reversed(re.findall(_IDENT, text)):
+            if name[:1].isupper() and self.classes_named(name):
+                return name
+        return None
+
+    def type_of(self, var: str, caller: Node, hit: FactHit) -> str | None:
+        """The class of a local `var` at a call, from the nearest line above that says it: an
+        annotation, an assignment of a constructor call, `with X() as var`, `Type var`; for a
+        Python test's argument, the class its pytest fixture returns."""
+        v = re.escape(var)
+        patterns = (
+            rf"(?<![\w$.]){v}\s*:\s*([^=,)\n]+)",
+            rf"(?<![\w$.]){v}\s*(?::[^=\n]*)?:?=\s*(?:await\s+|new\s+|&)?({_IDENT}(?:\.{_IDENT})*)\s*[({{]",
+            rf"({_IDENT}(?:\.{_IDENT})*)\s*\([^\n]*\)\s+as\s+{v}\b",
+            rf"\b([A-Z][\w$]*)(?:<[^>\n]*>)?\s+{v}\s*[=;,)]",
+        )
+        first = max(caller.line if caller.kind != "module" else 1, hit.line - _TYPE_SCAN_LINES)
+        for n in range(hit.line, first - 1, -1):
+            text = self.line(hit.path, n)
+            if var not in text:
+                continue
+            for pattern in patterns:
+                for m in re.finditer(pattern, text):
+                    cls = self.class_in(m.group(1))
+                    if cls:
+                        return cls
+        if language_of(hit.path) == "python" and caller.kind != "module":
+            return self._fixture_type(var, hit.path)
+        return None
+
+    def _fixture_type(self, var: str, path: str) -> str | None:
+        """The class a pytest fixture named `var` returns, from a conftest.py above `path` or `path`."""
+        folder = path.rpartition("/")[0]
+        for d in self.defs_named(var):
+            where = d.path.rpartition("/")[0]
+            local = d.path == path or (
+                PurePosixPath(d.path).name == "conftest.py"
+                and (folder + "/").startswith(where + "/" if where else "")
+            )
+            if d.kind != "function" or d.container is not None or not local:
+                continue
+            for n in range(d.line, min(d.end_line, d.line + 50) + 1):
+                m = _RETURNED.match(self.line(d.path, n))
+                cls = self.class_in(m.group(1)) if m else None
+                if cls:
+                    return cls
+        return None
+
+    def attribute_type(self, cls: str | None, attr: str, path: str) -> str | None:
+        """The class of `self.attr`, from the class body (`self.attr = X(...)`, `attr: X`)."""
+        if not cls:
+            return None
+        a = re.escape(attr)
+        pattern = re.compile(
+            rf"(?:\b(?:self|this)\.{a}|^\s*{a})\s*(?::\s*([^=\n]+))?=\s*(?:new\s+)?({_IDENT}(?:\.{_IDENT})*)\s*\("
+            rf"|^\s*{a}\s*:\s*([^=\n]+)"
+        )
+        for d in self.classes_named(cls):
+            if d.path != path:
+                continue
+            for n in range(d.line, min(d.end_line, d.line + 2000) + 1):
+                m = pattern.search(self.line(path, n))
+                for group in m.groups() if m else ():
+                    found = self.class_in(group) if group else None
+                    if found:
+                        return found
+        return None
 
     def _in_files(self, files: list[str], name: str, seen: set[str]) -> list[FactHit]:
         """Definitions of `name` at top level in the files, following re-exports (`from .api import get`)."""
@@ -491,6 +652,10 @@ def _qualified(d: FactHit) -> str:
     return f"{d.container}.{d.name}" if d.container else d.name
 
 
+def _owner_class(d: FactHit) -> str:
+    return (d.container or "").rsplit(".", 1)[-1]
+
+
 def _class_of(caller: Node) -> str | None:
     """The class a method sits in (its container), or the class itself."""
     if caller.kind in ("class", "struct", "interface", "trait", "enum"):
@@ -519,6 +684,8 @@ def receiver_of(text: str, name: str) -> str | None:
     stripped = best.rstrip()
     if not re.search(rf"{_SEP}\Z", stripped):
         return None
+    if re.search(rf"\bsuper\s*\([^()]*\)\s*{_SEP}\Z", stripped):
+        return "super"
     found = _RECEIVER.search(stripped)
     if found is None:
         return "<expr>"

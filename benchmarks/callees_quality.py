@@ -1,0 +1,194 @@
+"""Callees: how often a call site resolves to the definition it runs, checked against jedi.
+
+For each Python project (the sdists of graph_quality.py, unpacked under --work), call sites are
+drawn with a fixed seed from the project's own (non-test) files; each is resolved by ragraf's code
+graph (facts/graph.py, as `ragraf callees` does) and by jedi's static inference (`goto` with
+imports followed), the label. A site jedi sends into the project is *internal*; one it sends to
+the standard library, a dependency or a builtin is *external*; one it cannot infer is left out.
+
+- recall: of the internal sites, the share ragraf resolves with the labelled definition among
+  its targets;
+- precision: of the judged sites ragraf resolves, the share whose targets hold the label (a site
+  resolved to a project definition where jedi says external counts against);
+- exact precision: the same, but only when ragraf names the label alone (no override besides it).
+
+    python benchmarks/callees_quality.py                       # click, attrs, more-itertools
+    python benchmarks/callees_quality.py --sites 150 --json --rows
+    pip install 'ragraf[bench]'                                # jedi, for the labels
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    from benchmarks import graph_quality
+except ModuleNotFoundError:  # run as a script
+    import graph_quality  # type: ignore[no-redef]
+
+from ragraf.api import Index
+from ragraf.facts.graph import CodeGraph
+from ragraf.languages import is_test_path
+
+
+@dataclass
+class Tally:
+    sites: int = 0
+    internal: int = 0
+    external: int = 0
+    unknown: int = 0  # jedi inferred nothing: not judged
+    found: int = 0  # internal and ragraf's targets hold the label
+    alone: int = 0  # ... and nothing else
+    resolved: int = 0  # judged sites ragraf resolved to something
+    wrong: int = 0  # resolved, and the label is not among the targets
+    seconds: float = 0.0
+    rows: list[dict] = field(default_factory=list)
+
+    def figures(self) -> dict:
+        judged = self.found + self.wrong
+        return {
+            "sites": self.sites, "internal": self.internal, "external": self.external,
+            "unknown": self.unknown,
+            "recall": round(self.found / self.internal, 3) if self.internal else None,
+            "precision": round(self.found / judged, 3) if judged else None,
+            "exact_precision": round(self.alone / judged, 3) if judged else None,
+            "resolve_ms_per_site": round(1000 * self.seconds / self.sites, 2) if self.sites else None,
+        }  # fmt: skip
+
+
+def column_of(text: str, name: str) -> int | None:
+    """The column of `name` where it is called on the line (its first call), else its first use."""
+    first = None
+    for m in re.finditer(rf"(?<![\w]){re.escape(name)}(?![\w])", text):
+        first = m.start() if first is None else first
+        if text[m.end() :].lstrip()[:1] == "(":
+            return m.start()
+    return first
+
+
+def label(script, line: int, col: int, root: Path) -> tuple[str, str | None, int | None]:  # type: ignore[no-untyped-def]
+    """jedi's answer for the name at line:col: ("internal", path, line), ("external", …) or ("unknown", …)."""
+    try:
+        found = script.goto(line, col, follow_imports=True)
+    except Exception:  # jedi's own failure on odd code: not judged
+        return ("unknown", None, None)
+    inside = []
+    for d in found:
+        path = d.module_path
+        if path is not None and Path(path).resolve().is_relative_to(root) and d.line:
+            inside.append((Path(path).resolve().relative_to(root).as_posix(), d.line))
+    if inside:
+        return ("internal", *inside[0])
+    return ("external", None, None) if found else ("unknown", None, None)
+
+
+def campaign(name: str, work: Path, sites: int, seed: int, rows: bool) -> Tally:
+    import jedi  # a benchmark-only dependency: pip install 'ragraf[bench]'
+
+    spec = graph_quality.PROJECTS[name][0]
+    root = graph_quality.unpack(work, spec).resolve()
+    home = work / f"home-{name}"
+    graph_quality.ragraf(root, home, "index")
+    tally = Tally()
+    with Index.open(root, home=str(home), embedder="none") as idx:
+        store, rev = idx.store(), idx._current()
+        graph = CodeGraph(store, rev.rev_no)
+        calls = [
+            h
+            for path, _ in store.manifest_hashes(rev.rev_no)
+            if path.endswith(".py") and not is_test_path(path)
+            for h in store.find_facts(rev.rev_no, "ref", path=path, limit=100_000)
+            if h.is_call
+        ]
+        random.Random(seed).shuffle(calls)
+        # the project's own source and the standard library only: an installed copy of the
+        # project (or its dependencies) in this interpreter must not answer for it
+        stdlib = [sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")]
+        source = [str(root / graph_quality.PROJECTS[name][1]), str(root)]
+        project = jedi.Project(str(root), sys_path=[*source, *stdlib], smart_sys_path=False)
+        scripts: dict[str, object] = {}
+        for hit in calls[:sites]:
+            text = graph.line(hit.path, hit.line)
+            col = column_of(text, hit.name)
+            if col is None:
+                continue
+            if hit.path not in scripts:
+                scripts[hit.path] = jedi.Script(path=str(root / hit.path), project=project)
+            kind, lpath, lline = label(scripts[hit.path], hit.line, col, root)
+            started = time.process_time()
+            site = graph.resolve(hit)
+            tally.seconds += time.process_time() - started
+            tally.sites += 1
+            targets = [(t.path, t.line, t.end_line) for t in site.targets]
+            hold = kind == "internal" and any(p == lpath and a <= lline <= b for p, a, b in targets)
+            if kind == "unknown":
+                tally.unknown += 1
+            else:
+                tally.internal += kind == "internal"
+                tally.external += kind == "external"
+                tally.found += hold
+                tally.alone += hold and len(targets) == 1
+                tally.resolved += bool(targets)
+                tally.wrong += bool(targets) and not hold
+            if (
+                rows
+                and kind != "unknown"
+                and not (hold and len(targets) == 1)
+                and (targets or kind == "internal")
+            ):
+                tally.rows.append({
+                    "site": f"{hit.path}:{hit.line}", "name": hit.name, "receiver": site.receiver,
+                    "how": site.how, "label": kind if kind != "internal" else f"{lpath}:{lline}",
+                    "targets": [f"{p}:{a}" for p, a, _ in targets], "why": site.why,
+                })  # fmt: skip
+    return tally
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--projects", default=",".join(graph_quality.PROJECTS))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ragraf-graph-quality"))
+    parser.add_argument("--sites", type=int, default=100, help="call sites drawn per project")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rows", action="store_true", help="the sites not resolved to the label alone")
+    args = parser.parse_args()
+    try:
+        import jedi  # noqa: F401
+    except ImportError:
+        raise SystemExit("the labels come from jedi: pip install 'ragraf[bench]'") from None
+    args.work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, dict] = {}
+    total = Tally()
+    for name in args.projects.split(","):
+        tally = campaign(name, args.work, args.sites, args.seed, args.rows)
+        out[name] = {**tally.figures(), **({"rows": tally.rows} if args.rows else {})}
+        for f in ("sites", "internal", "external", "unknown", "found", "alone", "resolved", "wrong"):
+            setattr(total, f, getattr(total, f) + getattr(tally, f))
+        total.seconds += tally.seconds
+    out["all"] = total.figures()
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    print(
+        f"{'project':<16} {'sites':>5} {'int':>4} {'ext':>4} {'unk':>4} {'recall':>7} {'prec':>6} {'exact':>6}"
+    )
+    for name, f in out.items():
+        print(
+            f"{name:<16} {f['sites']:>5} {f['internal']:>4} {f['external']:>4} {f['unknown']:>4} "
+            f"{f['recall'] or 0:>7.3f} {f['precision'] or 0:>6.3f} {f['exact_precision'] or 0:>6.3f}"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
