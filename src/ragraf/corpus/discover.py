@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 import stat
 import subprocess
@@ -282,9 +283,19 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
         unsafe_ignore_file(root, paths, warnings)  # git listed them: what it could not read is named
     if paths is None:
         paths = _walk_paths(root, ragrafignore, unreadable, warnings)
+    found = classify(root, paths, max_file_bytes, ragrafignore)
+    skipped = [(f"{folder}/", UNREADABLE_FOLDER) for folder in unreadable] + found.skipped
+    return Discovery(found.files, skipped, found.oversized, list(dict.fromkeys(warnings)))
+
+
+def classify(
+    root: Path, paths: list[str], max_file_bytes: int, ragrafignore: GitIgnoreSpec | None
+) -> Discovery:
+    """The listed paths sorted by the rules: the files to index with their stat, the oversized,
+    and what was skipped and why (a path rule, .ragrafignore, a symlink, a name not UTF-8)."""
     files: list[FileStat] = []
     oversized: list[FileStat] = []
-    skipped: list[tuple[str, str]] = [(f"{folder}/", UNREADABLE_FOLDER) for folder in unreadable]
+    skipped: list[tuple[str, str]] = []
     for rel in paths:
         if not is_utf8(rel):
             # The index, its JSON and every path:line are UTF-8: name it escaped, index the rest.
@@ -298,9 +309,9 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
             if verdict is True:
                 reason = reason or ".ragrafignore"
             elif verdict is False and reason and reason not in ("secret", "binary"):
-                reason = None  # an explicit `!pattern` re-includes a default exclude (never secrets)
-        if reason is None and is_secret(rel):
-            reason = "secret"
+                # An explicit `!pattern` re-includes a default exclude, never a secret (one in an
+                # excluded folder was named for its folder: asked again).
+                reason = "secret" if is_secret(rel) else None
         if reason:
             skipped.append((rel, reason))
             continue
@@ -319,7 +330,7 @@ def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) ->
             oversized.append(found)
             continue
         files.append(found)
-    return Discovery(files, skipped, oversized, list(dict.fromkeys(warnings)))
+    return Discovery(files, skipped, oversized)
 
 
 def dir_stamps(root: Path) -> dict[str, int]:
@@ -328,30 +339,168 @@ def dir_stamps(root: Path) -> dict[str, int]:
     changed within RACY_NS gets -1, a stamp no folder has: a file created in the same clock tick
     would leave its mtime as it is, so the guard lists it again until it has settled."""
     stamps: dict[str, int] = {}
-    stack = [""]
-    ragrafignore = read_ignore_file(root / ".ragrafignore")
+    _stamp_tree(str(root), [""], read_ignore_file(root / ".ragrafignore"), stamps, None)
+    return stamps
+
+
+def _stamp_tree(
+    base: str,
+    stack: list[str],
+    ragrafignore: GitIgnoreSpec | None,
+    stamps: dict[str, int],
+    files: list[str] | None,
+    limit: int | None = None,
+) -> bool:
+    """Stamp the folders of `stack` and every folder below them (strings and os.scandir: no Path
+    per folder); `files` gets the names of the files found when given. False when a folder could
+    not be listed (permission denied) or more than `limit` entries were found."""
     now = time.time_ns()
+    complete = True
+    seen = 0
     while stack:
         rel = stack.pop()
-        folder = root / rel if rel else root
+        folder = f"{base}/{rel}" if rel else base
         try:
             mtime = os.stat(folder).st_mtime_ns  # before listing: a change while we list shows later
         except OSError:
             continue
         # A date in the future is a stamp no later change repeats: kept as it is.
         stamps[rel] = -1 if 0 <= now - mtime <= RACY_NS else mtime
+        prefix = f"{rel}/" if rel else ""
         try:
             with os.scandir(folder) as it:
                 for entry in it:
-                    sub = f"{rel}/{entry.name}" if rel else entry.name
-                    if entry.is_dir(follow_symlinks=False) and not _left_out_folder(sub, ragrafignore):
-                        stack.append(sub)
+                    seen += 1
+                    if files is not None and entry.name == ".git":
+                        return False  # a repository inside: what git lists of it, a full listing says
+                    sub = prefix + entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        if not _left_out_folder(sub, ragrafignore):
+                            stack.append(sub)
+                    elif files is not None:
+                        files.append(sub)
         except PermissionError:
             # Made readable, its mtime stays: a stamp no folder has makes the guard look again.
             stamps[rel] = -1
+            complete = False
         except OSError:
             continue
-    return stamps
+        if limit is not None and seen > limit:
+            return False
+    return complete
+
+
+@dataclass(frozen=True)
+class Relisting:
+    """What listing again only the folders whose stamp moved found: the files new to the listing
+    (sorted by the rules as discover sorts them), the new stamps of the folders listed (new
+    folders included), and the folders gone (vanished, or now a symlink or left out)."""
+
+    added: Discovery
+    stamps: dict[str, int]
+    gone: list[str]
+
+
+def relist(
+    root: Path, max_file_bytes: int, known: list[str], folders: list[str], changed: list[str], limit: int
+) -> Relisting | None:
+    """The changed folders listed again, each on its own (a new folder with what is below it),
+    against the last listing (`known` files and `folders`, both sorted); the names they hold that
+    the listing does not know go through the ignore files and the rules. None when a full
+    discovery must decide: a new ignore file, a folder not readable, more than `limit` entries,
+    or an ignore file git would block on."""
+    base = str(root)
+    ragrafignore = read_ignore_file(root / ".ragrafignore")
+    stamps: dict[str, int] = {}
+    gone: list[str] = []
+    names: list[str] = []
+    new_folders: list[str] = []
+    seen = 0
+    for rel in changed:
+        folder = f"{base}/{rel}" if rel else base
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            gone.append(rel)
+            continue
+        if not stat.S_ISDIR(st.st_mode) or (rel and _left_out_folder(rel, ragrafignore)):
+            gone.append(rel)
+            continue
+        stamps[rel] = -1 if 0 <= time.time_ns() - st.st_mtime_ns <= RACY_NS else st.st_mtime_ns
+        prefix = f"{rel}/" if rel else ""
+        try:
+            with os.scandir(folder) as it:
+                entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in it]
+        except OSError:
+            return None
+        seen += len(entries)
+        for name, is_dir in entries:
+            if name == ".git":
+                if rel:
+                    return None  # a repository inside: what git lists of it, a full listing says
+                continue  # the root's own (a folder, or a file in a linked work tree): never listed
+            sub = prefix + name
+            if not is_dir:
+                if not _holds(known, sub):
+                    names.append(sub)
+            elif not _holds(folders, sub) and not _left_out_folder(sub, ragrafignore):
+                new_folders.append(sub)
+        if seen > limit:
+            return None
+    ignored = _ignored(root, new_folders, folder=True)
+    if ignored is None:
+        return None
+    new_folders = [f for f in new_folders if f not in ignored]
+    if new_folders and not _stamp_tree(base, new_folders, ragrafignore, stamps, names, limit - seen):
+        return None
+    if any(n.rsplit("/", 1)[-1] in (".gitignore", ".ragrafignore") for n in names):
+        return None  # the rules that pick files may have changed
+    ignored = _ignored(root, names)
+    if ignored is None:
+        return None
+    kept = sorted(n for n in names if n not in ignored)
+    return Relisting(classify(root, kept, max_file_bytes, ragrafignore), stamps, gone)
+
+
+def _holds(sorted_names: list[str], name: str) -> bool:
+    i = bisect.bisect_left(sorted_names, name)
+    return i < len(sorted_names) and sorted_names[i] == name
+
+
+def _ignored(root: Path, paths: list[str], folder: bool = False) -> set[str] | None:
+    """Which of these paths an ignore file leaves out, as the listing decides: git's answer in a
+    work tree (a tracked file is never ignored), the walk's outside one (or in a folder git
+    ignores); None when git could not be asked safely."""
+    if not paths:
+        return set()
+    if unsafe_ignore_file(root, paths):
+        return None
+    asked = [".", *(f"{p}/" if folder else p for p in paths)]
+    try:
+        out = subprocess.run(
+            ["git", "-c", "core.quotepath=off", "check-ignore", "-z", "--stdin"],
+            cwd=root,
+            input="\0".join(asked).encode("utf-8", errors="surrogateescape") + b"\0",
+            capture_output=True,
+            timeout=60 + len(paths) / 1000,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    said = set(out.stdout.decode("utf-8", errors="surrogateescape").split("\0")) - {""}
+    if out.returncode in (0, 1) and "." not in said:
+        return {p.rstrip("/") for p in said}
+    if out.returncode not in (0, 1, 128):
+        return None
+    walk = GitIgnores(root)  # not a work tree (128), or one whose repository ignores the root
+    if not folder:
+        return {p for p in paths if walk.excludes(p)}
+    parts = {p: p.split("/") for p in paths}
+    return {
+        p
+        for p, ps in parts.items()
+        if any(walk.ignored("/".join(ps[:k]), True) for k in range(1, len(ps) + 1))
+    }
 
 
 def left_out(root: Path, rel: str, max_file_bytes: int, max_line_chars: int) -> str | None:

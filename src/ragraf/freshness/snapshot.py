@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,18 +34,21 @@ def _split(data: bytes, n: int) -> list[str]:
     return data.decode("utf-8", errors="surrogateescape").split("\0") if n else []
 
 
+def _row(s: StatEntry, racy_ns: int) -> tuple[int, int, int, int, int]:
+    return s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns)
+
+
 def pack(stats: dict[str, StatEntry], stamps: dict[str, int], racy_ns: int) -> bytes:
     """Paths NUL-joined, then int64 arrays; a trusted flag marks hashes taken well after the mtime."""
     paths = sorted(stats)
-    rows = np.array(
-        [
-            [s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns)]
-            for s in map(stats.get, paths)
-        ],
-        dtype=np.int64,
-    ).reshape(len(paths), 5)
+    rows = np.array([_row(s, racy_ns) for s in map(stats.__getitem__, paths)], dtype=np.int64)
     folders = sorted(stamps)
-    fm = np.array([stamps[f] for f in folders], dtype=np.int64)
+    return _pack(
+        paths, rows.reshape(len(paths), 5), folders, np.array([stamps[f] for f in folders], dtype=np.int64)
+    )
+
+
+def _pack(paths: list[str], rows: np.ndarray, folders: list[str], fm: np.ndarray) -> bytes:
     p, f = _join(paths), _join(folders)
     return b"".join([
         _HEADER.pack(_MAGIC, len(paths), len(folders)), struct.pack("<QQ", len(p), len(f)), p, f,
@@ -88,6 +92,52 @@ def patch(blob: bytes, stats: dict[str, StatEntry], racy_ns: int) -> bytes:
             rows[i] = (s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns))
     at = len(blob) - rows.nbytes - len(parsed[3]) * 8
     return blob[:at] + rows.tobytes() + blob[at + rows.nbytes :]
+
+
+def _merged(
+    names: list[str], values: np.ndarray, changed: dict[str, object], removed: Iterable[str]
+) -> tuple[list[str], np.ndarray]:
+    """Sorted names and their rows with `removed` taken out and `changed` replaced or inserted in
+    order: work that follows the change, and array copies (no Python object per unchanged row)."""
+    names = list(names)
+    drop = sorted({i for p in removed if (i := bisect.bisect_left(names, p)) < len(names) and names[i] == p})
+    for i in reversed(drop):
+        del names[i]
+    values = np.delete(values, drop, axis=0)
+    at, new_names, new_rows = [], [], []
+    for name in sorted(changed):
+        i = bisect.bisect_left(names, name)
+        if i < len(names) and names[i] == name:
+            values[i] = changed[name]
+        else:
+            at.append(i)
+            new_names.append(name)
+            new_rows.append(changed[name])
+    if at:
+        values = np.insert(values, at, np.array(new_rows, dtype=np.int64), axis=0)
+        for i, name in zip(reversed(at), reversed(new_names), strict=True):
+            names.insert(i, name)
+    return names, values
+
+
+def revise(
+    blob: bytes,
+    stats: dict[str, StatEntry],
+    removed: Iterable[str],
+    stamps: dict[str, int],
+    gone: Iterable[str],
+    racy_ns: int,
+) -> bytes:
+    """The snapshot after a change to the listing: these files' stats replaced or added, the
+    `removed` files dropped, the folders listed again stamped anew and the `gone` ones dropped;
+    what pack would give for the same stat cache and stamps, without reading the rest back."""
+    parsed = _parse(blob)
+    if parsed is None:
+        raise ValueError("unreadable guard snapshot")
+    paths, rows, folders, mtimes = parsed
+    paths, rows = _merged(paths, rows.copy(), {p: _row(s, racy_ns) for p, s in stats.items()}, removed)
+    folders, mtimes = _merged(folders, mtimes.copy(), dict(stamps), gone)
+    return _pack(paths, rows.reshape(len(paths), 5), folders, mtimes)
 
 
 def file_count(blob: bytes | None) -> int:
@@ -172,6 +222,79 @@ def stat_view(root: Path, blob: bytes | None) -> StatView | None:
         _VIEWS.clear()
     _VIEWS[base] = (blob, view)
     return view
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What moved since the snapshot: listed files whose stat moved (vanished ones included) and
+    folders whose stamp moved (vanished ones included), so only those folders are listed again."""
+
+    moved: list[str]
+    folders: list[str]
+
+
+def changes_since(root: Path, blob: bytes | None) -> Changes | None:
+    """The stat pass of moved_files, which also names the folders to list again rather than
+    giving up on the first; None without a snapshot, or when an ignore file moved."""
+    view = stat_view(root, blob)
+    if view is None:
+        return None
+    stat, lstat = os.stat, os.lstat
+    try:
+        folders = [
+            i
+            for i, (st, mtime) in enumerate(zip(map(stat, view.folders), view.folder_mtimes, strict=True))
+            if st.st_mtime_ns != mtime
+        ]
+    except OSError:  # a folder vanished: each one asked on its own
+        folders = [
+            i
+            for i, (f, mtime) in enumerate(zip(view.folders, view.folder_mtimes, strict=True))
+            if (now := _mtime(f)) is None or now != mtime
+        ]
+    try:
+        moved = [
+            i
+            for i, (st, key) in enumerate(zip(map(lstat, view.files), view.keys, strict=True))
+            if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != key
+        ]
+    except OSError:
+        moved = [
+            i
+            for i, (f, key) in enumerate(zip(view.files, view.keys, strict=True))
+            if (now_key := _stat_key(f)) is None or now_key != key
+        ]
+    paths = [view.paths[i] for i in moved]
+    if any(p.rsplit("/", 1)[-1] in IGNORE_FILES for p in paths):
+        return None  # the rules that pick files may have changed
+    if not folders:
+        return Changes(paths, [])
+    cut = len(str(root)) + 1  # relative again; the root is ""
+    return Changes(paths, [view.folders[i][cut:] for i in folders])
+
+
+def listed_names(root: Path, blob: bytes | None) -> tuple[list[str], list[str]]:
+    """The files and folders of the last listing, relative and sorted (the view's, not parsed again)."""
+    view = stat_view(root, blob)
+    if view is None:
+        return [], []
+    cut = len(str(root)) + 1
+    return view.paths, [f[cut:] for f in view.folders]
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _stat_key(path: str) -> StatKey | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 def moved_files(root: Path, blob: bytes | None) -> list[str] | None:

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
-from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, dir_stamps
+from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, Relisting, dir_stamps, relist
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.embed.static import static_tier_id
@@ -265,17 +265,22 @@ def index_moved(
     stamp: tuple[str | None, str | None] | None,
     progress: Progress,
     t0: float,
+    relisted: Relisting | None = None,
 ) -> IndexReport:
-    """The common run: every folder is as last listed and the guard named the few files whose stat
-    moved. Only those are read, and the revision is committed as a change to the current one, so
-    the cost follows the change, not the size of the repository."""
+    """The common run: the stat pass named the few files whose stat moved (vanished ones
+    included) and, when folders changed, `relisted` lists only those folders again and names the
+    files new to them. Only these files are read, the revision is committed as a change to the
+    current one and the snapshot is revised in place, so the cost follows the change, not the
+    size of the repository."""
     root = settings.root
     files: list[FileStat] = []
+    vanished: list[str] = []
     for path in moved:
         try:
             st = os.lstat(root / path)
         except OSError:
-            continue  # vanished since the guard looked: not part of this revision
+            vanished.append(path)  # not part of this revision
+            continue
         files.append(FileStat(path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     hashed, unindexable = hash_files(root, files, {}, settings, False, progress)
     old = {p: e for p in moved if (e := store.manifest_entry(current.rev_no, p)) is not None}
@@ -314,8 +319,10 @@ def index_moved(
     now = time.time_ns()
     fresh = {hf.stat.path: _stat_entry(hf, now, in_flight) for hf in hashed}
     fresh.update((st.path, StatEntry(*_stat_key(st), SKIPPED, now)) for st, _why in unindexable)
-    store.update_stat_cache(fresh, [])
-    store.set_guard_snapshot(snapshot.patch(blob, fresh, RACY_NS))
+    store.update_stat_cache(fresh, vanished)
+    stamps, gone = (relisted.stamps, relisted.gone) if relisted is not None else ({}, [])
+    blob = snapshot.revise(blob, fresh, vanished, stamps, gone, RACY_NS)
+    store.set_guard_snapshot(blob)
     counts["unchanged"] = rev.files - counts["added"] - counts["modified"]
     return IndexReport(
         index_rev=rev.rev,
@@ -324,8 +331,9 @@ def index_moved(
         files_read=len(hashed),
         chunks={"total": rev.chunks, "new": new_chunks},
         duration_s=time.monotonic() - t0,
-        skipped=max(0, snapshot.file_count(blob) - rev.files),
-        skipped_files=skipped_files([], unindexable),
+        skipped=max(0, snapshot.file_count(blob) - rev.files)
+        + len(relisted.added.skipped if relisted else []),
+        skipped_files=skipped_files(relisted.added.skipped if relisted else [], unindexable),
         new_revision=rev is not current,
         warnings=warnings,
     )
@@ -396,14 +404,22 @@ def run_index(
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
     blob = store.guard_snapshot() if current is not None and not full and listed is None else None
-    moved = snapshot.moved_files(root, blob) if current is not None and blob is not None else None
-    if moved == []:  # no folder and no file moved since the last run: nothing to read or write
-        assert current is not None
+    changes = snapshot.changes_since(root, blob) if current is not None and blob is not None else None
+    if changes is not None and not changes.moved and not changes.folders:
+        assert current is not None  # no folder and no file moved since the last run: nothing to do
         return unchanged_report(current, t0, reason)
+    moved = changes.moved if changes is not None else None
+    relisted = None
+    if changes is not None and changes.folders:
+        # Only the folders whose stamp moved are listed again; a full discovery when they cannot say.
+        known, folders = snapshot.listed_names(root, blob)
+        relisted = relist(root, settings.max_file_bytes, known, folders, changes.folders, CHANGE_MAX_FILES)
+        new = [st.path for st in (*relisted.added.files, *relisted.added.oversized)] if relisted else []
+        moved = [*changes.moved, *new] if relisted is not None else None
     if moved is not None and len(moved) <= CHANGE_MAX_FILES:
         assert current is not None and blob is not None
-        return index_moved(store, settings, current, moved, blob, stamp, progress, t0)
-    snap = snapshot.unpack(blob)
+        return index_moved(store, settings, current, moved, blob, stamp, progress, t0, relisted)
+    snap = snapshot.unpack(blob) if relisted is None else None
     listing = snapshot.listing_after(root, snap, moved) if snap is not None and moved is not None else None
     old_manifest = store.manifest(current.rev_no) if current else {}
     if listed is not None:
