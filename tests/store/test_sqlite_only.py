@@ -327,3 +327,18 @@ def test_a_large_revision_is_searched_through_int8_codes_with_exact_answers(tmp_
             [float(exact[i]) for i in want], rel=1e-6
         )  # float32, not int8
     store.close()
+
+
+def test_a_cold_index_gives_back_the_pages_its_waiting_lexical_rows_held(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    bulk = {
+        f"src/gen/mod_{i}.py": f"def handler_{i}(request):\n    return render(request, 'p{i}')\n" * 40
+        for i in range(40)
+    }
+    write(root, {**SAMPLE, **bulk})
+    idx = Index.open(root, embedder="none")
+    idx.index()
+    db = sqlite3.connect(idx.settings.db_path)
+    pages, free = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
+    db.close()
+    assert free * 10 < pages, (free, pages)

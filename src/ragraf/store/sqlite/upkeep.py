@@ -74,8 +74,8 @@ class UpkeepMixin:
         auto_vacuum = NONE (migrated while it could not be compacted) reuses them for later writes."""
         pages = self.db.execute("PRAGMA page_count").fetchone()[0]
         free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
-        if free and free * 10 >= pages:
-            self.db.execute("PRAGMA incremental_vacuum")
+        if free and free * 10 >= pages and not self.db.in_transaction:
+            self.db.executescript("PRAGMA incremental_vacuum")  # execute() would free one page
 
     def gc(self, keep: int) -> dict[str, int]:
         """Drop this view's revisions beyond the last `keep`, the views of work trees that are gone,
