@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 
 EXCLUDED_DIRS = frozenset(
@@ -222,26 +223,49 @@ _SECRET_NAME = re.compile("|".join(fnmatch.translate(p) for p in SECRET_PATTERNS
 
 def is_secret(path: str) -> bool:
     """Secrets never enter the index, whatever the ignore files say."""
-    parts = path.split("/")
-    name = parts[-1]
-    if _SECRET_NAME.match(name):
+    folder, _, name = path.rpartition("/")
+    if _secret_name(name):
         return True
-    lowered = name.lower()
-    return any(
-        d.lower() in SECRET_DIR_FILES and fnmatch.fnmatchcase(lowered, SECRET_DIR_FILES[d.lower()])
-        for d in parts[:-1]
-    )
+    patterns = _secret_folder_patterns(folder) if folder else ()
+    return bool(patterns) and any(fnmatch.fnmatchcase(name.lower(), p) for p in patterns)
 
 
 def excluded_reason(path: str) -> str | None:
     """Why a relative posix path is excluded by the default rules, or None."""
-    parts = path.split("/")
-    for part in parts[:-1]:
+    folder, _, name = path.rpartition("/")
+    return (
+        (folder and _excluded_folder(folder)) or ("secret" if is_secret(path) else None) or _name_reason(name)
+    )
+
+
+# The rules depend only on a file's name and its folder's, which repeat across a tree (10,000
+# paths hold about 600 names) and across the listings of a long-running process: each is worked
+# out once.
+_CACHED = 1 << 16
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _secret_name(name: str) -> bool:
+    return _SECRET_NAME.match(name) is not None
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _secret_folder_patterns(folder: str) -> tuple[str, ...]:
+    """The name patterns a secret folder on this path (.ssh, .aws, ...) makes secret."""
+    return tuple(SECRET_DIR_FILES[d.lower()] for d in folder.split("/") if d.lower() in SECRET_DIR_FILES)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _excluded_folder(folder: str) -> str | None:
+    for part in folder.split("/"):
         if part in EXCLUDED_DIRS or part.endswith(".egg-info"):
             return f"excluded folder {part}/"
-    name = parts[-1]
-    if is_secret(path):
-        return "secret"
+    return None
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _name_reason(name: str) -> str | None:
+    """A lock file, a minified or bundled file, or a binary, by its name alone."""
     if name in LOCK_FILES or name.endswith(".lock"):
         return "lock file"
     lowered = name.lower()
