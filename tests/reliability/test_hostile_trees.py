@@ -91,3 +91,26 @@ def test_a_special_file_anywhere_ragraf_reads_never_hangs_nor_crashes(
         assert out.returncode in (0, 1, 2, 3), (args, out.returncode)
         if args[0] != "doctor":
             json.loads(out.stdout)
+
+
+OPENSSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+def test_a_git_work_tree_names_what_it_leaves_out_as_a_plain_folder_does(tmp_path: Path) -> None:
+    reports = {}
+    for name in ("plain", "git"):
+        root = tmp_path / name
+        write(
+            root, {"a.py": "def alpha():\n    return 1\n", ".env": "TOKEN=x\n", "my_id_backup": OPENSSH_KEY}
+        )
+        os.symlink("a.py", root / "link.py")
+        if name == "git":
+            init_git(root)  # all four committed: the base's index leaves out the same three
+        env = {"RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(tmp_path / f"home-{name}"),
+               "GIT_CEILING_DIRECTORIES": str(tmp_path)}  # fmt: skip
+        out = run_cli("index", "--root", str(root), "--json", env=env, timeout=HANG_S)
+        assert out.returncode == 0, out.stderr
+        reports[name] = json.loads(out.stdout)
+    assert reports["git"]["skipped"] == reports["plain"]["skipped"] == 3
+    assert reports["git"]["skipped_files"] == reports["plain"]["skipped_files"]
+    assert [f["path"] for f in reports["git"]["skipped_files"]] == ["link.py", "my_id_backup"]

@@ -5,18 +5,31 @@ differ laid over it, and is then kept up to date like any index, by its own stat
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragraf.config import Settings
 from ragraf.corpus import discover
-from ragraf.corpus.discover import dir_stamps
-from ragraf.corpus.gitrepo import BaseRef, checkout, resolve_base, touched, tree_paths
+from ragraf.corpus.discover import Discovery, FileStat, dir_stamps
+from ragraf.corpus.gitrepo import (
+    BaseRef,
+    TreeChange,
+    changes_between,
+    checkout,
+    resolve_base,
+    touched,
+    tree_entries,
+    tree_paths,
+    write_blobs,
+)
 from ragraf.errors import ConfigError
 from ragraf.index.indexer import RACY_NS, IndexReport, current_version, run_index, unchanged_report
 from ragraf.index.progress import Progress
 from ragraf.store import Revision, StatEntry, Store
+
+RAGRAFIGNORE = ".ragrafignore"  # read from the tree itself: the base's copy is written out with the changes
 
 # Git compared these files' content with the base commit after they were last written. With fine
 # timestamps (Linux stamps files from a clock ticking every 1-10 ms) any later write shows a later
@@ -35,7 +48,8 @@ class Seed:
 
 
 def base_tree(settings: Settings) -> Path:
-    """The private checkout of the base commit, next to the index file."""
+    """Where the base commit's files are written while the base is indexed, next to the index
+    file; removed when the run ends (git's object store keeps them)."""
     return settings.db_path.with_suffix(".base")
 
 
@@ -49,6 +63,11 @@ def open_base(settings: Settings) -> Store:
     return SqliteStore(settings.db_path, create=True)
 
 
+def _remove_tree(tree: Path) -> None:
+    shutil.rmtree(tree, ignore_errors=True)
+    tree.with_name(tree.name + ".gitindex").unlink(missing_ok=True)
+
+
 def update_base(
     store: Store,
     settings: Settings,
@@ -58,31 +77,66 @@ def update_base(
     full: bool,
     progress: Progress,
 ) -> IndexReport:
-    """Bring the base view to the base branch's head (no new revision when it reflects it already)."""
+    """Bring the base view to the base branch's head (no new revision when it reflects it already).
+    From the commit it reflects, only the files that changed are written out of git and read;
+    otherwise (the first run, a rebuild, a new index version) the whole commit is."""
     current = store.current_revision()
     version = current_version(current, settings, model_id, dim)
+    tree = base_tree(settings)
+    _remove_tree(tree)  # a killed run's, or the whole checkout an older ragraf kept
     if (
         current is not None
         and current.git_head == ref.commit
         and current.index_version == version
         and not full
     ):
-        # The private checkout is ragraf's alone: at the same commit it holds the same files.
         return unchanged_report(current, time.monotonic())
     common = Path(settings.repo_key)
-    if current is None or current.git_head != ref.commit or full:
-        progress.note(f"checking out {ref.name} ({ref.commit[:12]}) for the base index")
-        checkout(common, base_tree(settings), ref.commit)
+    moved = None
+    if current is not None and current.git_head and current.index_version == version and not full:
+        moved = changes_between(common, current.git_head, ref.commit)
+    try:
+        if moved is None or any(c.path == RAGRAFIGNORE for c in moved):
+            progress.note(f"writing out {ref.name} ({ref.commit[:12]}) for the base index")
+            checkout(common, tree, ref.commit)
+            return run_index(
+                store, base_settings(settings), model_id, dim, full=full, progress=progress,
+                paths=tree_paths(common, ref.commit), stamp=(ref.commit, ref.name),
+            )  # fmt: skip
+        assert current is not None
+        return _index_changes(store, settings, current, ref, moved, model_id, dim, progress)
+    finally:
+        _remove_tree(tree)
+
+
+def _index_changes(
+    store: Store,
+    settings: Settings,
+    current: Revision,
+    ref: BaseRef,
+    moved: list[TreeChange],
+    model_id: str,
+    dim: int | None,
+    progress: Progress,
+) -> IndexReport:
+    """The base's next revision from the files git says changed since the commit it reflects: only
+    those are written out and read; every other file keeps its content (git vouches for it)."""
+    common, tree = Path(settings.repo_key), base_tree(settings)
+    progress.note(f"base {ref.name}: {len(moved)} paths changed since {current.git_head or '?':.12}")
+    present = [c for c in moved if c.mode]
+    write_blobs(common, [*present, *tree_entries(common, ref.commit, [RAGRAFIGNORE])], tree)
+    found = discover(tree, settings.max_file_bytes, [c.path for c in present])
+    touched = {c.path for c in moved}
+    manifest = store.manifest(current.rev_no)
+    # The stat fields of files that are not on disk: any values that match their vouched entries.
+    kept = [e for path, e in manifest.items() if path not in touched]
+    vouched = {e.path: StatEntry(e.size, 0, 0, 0, e.sha256, RACY_NS + 1) for e in kept}
+    files = sorted([*found.files, *(FileStat(e.path, e.size, 0, 0, 0) for e in kept)], key=lambda f: f.path)
+    listing = Discovery(files, found.skipped, found.oversized, found.warnings)
     return run_index(
-        store,
-        base_settings(settings),
-        model_id,
-        dim,
-        full=full,
-        progress=progress,
-        paths=tree_paths(common, ref.commit),
+        store, base_settings(settings), model_id, dim, progress=progress, seed=vouched, listed=({}, listing),
         stamp=(ref.commit, ref.name),
-    )
+    )  # fmt: skip
 
 
 def base_revision(settings: Settings) -> Revision | None:
@@ -117,7 +171,11 @@ def seed_view(
     progress.note(
         f"this work tree over the base {seed.base.rev}: {len(changed)} files differ from its commit"
     )
-    candidates = sorted(set(manifest) | changed)
+    # The base commit's files its index left out (symlinks, secrets, binaries) are listed again, so
+    # the report names what this view leaves out as a plain folder's does.
+    assert seed.base.git_head is not None
+    committed = tree_paths(Path(settings.repo_key), seed.base.git_head)
+    candidates = sorted(set(manifest) | changed | set(committed))
     stamps = dir_stamps(settings.root)  # before listing, so a file created meanwhile shows as drift
     found = discover(settings.root, settings.max_file_bytes, candidates)
     vouched: dict[str, StatEntry] = {}
