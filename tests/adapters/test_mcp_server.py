@@ -82,7 +82,7 @@ async def test_lists_every_tool_with_a_precise_schema_and_description(indexed: P
         "type": "integer",
         "minimum": 1,
         "maximum": 1000,
-        "default": 5,
+        "default": 10,
         "description": "How many results (1-10; more is clamped to 10, with a note).",
     }
     assert tools["find_references"].input_schema["properties"]["calls"]["type"] == "boolean"

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ragraf.adapters.render import render_envelope, render_error, render_report, tool_words
-from ragraf.adapters.tool_specs import FILE_PATH, MAX_TOP_K, TOOL_LIST, TOOLS, ToolSpec
+from ragraf.adapters.tool_specs import FILE_PATH, MAX_TOP_K, SEARCH_TOP_K, TOOL_LIST, TOOLS, ToolSpec
 from ragraf.api import Envelope, Index, error_envelope
 from ragraf.api.render import printable, render_search
 from ragraf.corpus.extract import is_utf8
@@ -426,7 +426,7 @@ class ServedRoots:
     async def _search_across(self, names: list[str], args: dict[str, Any]) -> ToolOutcome:
         """One search over several roots: each root's first offset+k results, merged by their fused
         scores (rank-based, so comparable across indexes), each naming its repo."""
-        asked = int(args.get("top_k", 5))
+        asked = int(args.get("top_k", SEARCH_TOP_K))
         k, offset = min(asked, MAX_TOP_K), int(args.get("offset", 0))
         answers = await asyncio.gather(*(self._collect(self.runners[n], args, offset + k) for n in names))
         merged: list[dict[str, Any]] = []
