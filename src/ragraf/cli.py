@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from ragraf.adapters.render import SKIPPED_SHOWN, render_report
+from ragraf.adapters.terminal import CHOICES, colour_wanted, paint, paint_error
 from ragraf.api import Envelope, Index, error_envelope
 from ragraf.api.changes_format import render_changes
 from ragraf.api.render import (
@@ -66,9 +67,17 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
         help="Folder to index / answer about.",
     )
     @click.option("--json", "as_json", is_flag=True, help="Print the JSON envelope.")
+    @click.option(
+        "--color",
+        type=click.Choice(CHOICES),
+        default="auto",
+        show_default=True,
+        help="Colour the text: auto is on a terminal only (NO_COLOR turns it off, FORCE_COLOR on).",
+    )
     @functools.wraps(fn)
-    def wrapper(root: Path, as_json: bool, **kwargs: Any) -> None:
+    def wrapper(root: Path, as_json: bool, color: str, **kwargs: Any) -> None:
         op = fn.__name__.removesuffix("_cmd")
+        click.get_current_context().meta["ragraf.color"] = color
         try:
             _check_encodable(root, *kwargs.values())
             code = fn(root=root, as_json=as_json, **kwargs)
@@ -78,7 +87,8 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
             msg = f"ragraf {op}: {exc.message}"
             if exc.suggest:
                 msg += f"\n  → {exc.suggest}"
-            click.echo(msg, err=True)
+            coloured = colour_wanted(sys.stderr, color)
+            click.echo(paint_error(msg) if coloured else msg, err=True, color=coloured)
             sys.exit(exc.exit_code)
         sys.exit(code or 0)
 
@@ -116,7 +126,15 @@ class _Commands(click.Group):
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ragraf")
 def main() -> None:
-    """ragraf: an honest, fast knowledge index of a code repository for AI coding agents."""
+    """ragraf: an honest, fast knowledge index of a code repository for AI coding agents.
+
+    \b
+    Examples:
+      ragraf index                          # build or update the index of this folder
+      ragraf search 'retry backoff'         # hybrid search, each result as path:lines
+      ragraf def TCPConnector               # where a name is defined
+      ragraf serve                          # MCP for an agent (ragraf mcp-config --agent claude)
+    """
 
 
 @main.command("index")
@@ -139,7 +157,14 @@ def index_cmd(
     quiet: bool,
     lexical_only: bool,
 ) -> int:
-    """Index PATH (default: --root) incrementally; a new revision when something changed."""
+    """Index PATH (default: --root) incrementally; a new revision when something changed.
+
+    \b
+    Examples:
+      ragraf index                # incremental: only changed files are read
+      ragraf index --dry-run      # what it would index, by folder, and the embedding cost
+      ragraf index --full         # rebuild everything (also repairs a corrupt index)
+    """
     idx = Index.open(path or root)
     progress = make_progress(quiet or as_json)
     started = time.time()
@@ -285,12 +310,15 @@ policy_option = click.option(
 )
 
 
-def _finish(env: Envelope, as_json: bool, render: Callable[[Envelope], str]) -> int:
-    """Print an envelope (JSON or text); a refusal exits 3."""
+def _finish(env: Envelope, as_json: bool, render: Callable[[Envelope], str], query: str = "") -> int:
+    """Print an envelope (JSON, or text: with colour on a terminal); a refusal exits 3."""
     if as_json:
         _print_json(env.to_dict())
     else:
-        click.echo(render(env))
+        text = render(env)
+        ctx = click.get_current_context(silent=True)
+        coloured = colour_wanted(sys.stdout, ctx.meta.get("ragraf.color", "auto") if ctx else "auto")
+        click.echo(paint(text, env, query) if coloured else text, color=coloured)
     return 3 if env.state == "refused" else 0
 
 
@@ -324,7 +352,15 @@ def search_cmd(
     kinds: tuple[str, ...] = (),
     languages: tuple[str, ...] = (),
 ) -> int:
-    """Search the index: the best chunks for QUERY with path:line."""
+    """Search the index: the best chunks for QUERY with path:line.
+
+    \b
+    Examples:
+      ragraf search 'where is retry backoff implemented'
+      ragraf search TCPConnector -k 10 --mode lexical
+      ragraf search 'parse config' -g 'src/**' -g '!**/vendor/**' --kind code --lang py
+      ragraf search 'parse config' --offset 5      # the next page
+    """
     if (query is None) == (queries is None):
         raise UsageError("give a QUERY or --queries FILE (not both)")
     if budget is not None and budget < 1:
@@ -347,7 +383,7 @@ def search_cmd(
                 code = max(code, exc.exit_code)  # the line's own error, not the refusal's 3
                 continue
             more = _again(_argv()) if queries is None else None
-            code = max(code, _finish(env, as_json, lambda e, more=more: render_search(e, budget, more)))  # type: ignore[arg-type]
+            code = max(code, _finish(env, as_json, lambda e, more=more: render_search(e, budget, more), q))  # type: ignore[arg-type]
     return code
 
 
@@ -369,7 +405,13 @@ def localize_cmd(
     kinds: tuple[str, ...] = (),
     languages: tuple[str, ...] = (),
 ) -> int:
-    """The files an issue report (FILE, or - for stdin) most likely asks to change, with the evidence."""
+    """The files an issue report (FILE, or - for stdin) most likely asks to change, with the evidence.
+
+    \b
+    Examples:
+      ragraf localize issue.md
+      gh issue view 123 | ragraf localize - -k 10
+    """
     text = _report_text(source)
     with Index.open(root) as idx:
         env = idx.localize(text, k=k, reindex_on_drift=policy, **_filters(globs, kinds, languages))
@@ -406,7 +448,14 @@ def def_cmd(
     kinds: tuple[str, ...] = (),
     languages: tuple[str, ...] = (),
 ) -> int:
-    """Where NAME is defined (exact, case-insensitive, then Class.method / pkg.Func)."""
+    """Where NAME is defined (exact, case-insensitive, then Class.method / pkg.Func).
+
+    \b
+    Examples:
+      ragraf def TCPConnector
+      ragraf def TCPConnector.connect --body
+      ragraf def parse --kind code -g 'src/**'
+    """
     with Index.open(root) as idx:
         env = idx.find_symbol(
             name, reindex_on_drift=policy, offset=offset, include_body=include_body,
@@ -433,7 +482,13 @@ def refs_cmd(
     kinds: tuple[str, ...] = (),
     languages: tuple[str, ...] = (),
 ) -> int:
-    """Who references (or --calls) NAME, grouped by enclosing definition."""
+    """Who references (or --calls) NAME, grouped by enclosing definition.
+
+    \b
+    Examples:
+      ragraf refs resolve_host
+      ragraf refs resolve_host --calls --kind test    # the tests that call it
+    """
     with Index.open(root) as idx:
         env = idx.find_references(
             name, calls=calls, reindex_on_drift=policy, offset=offset, **_filters(globs, kinds, languages)
@@ -452,7 +507,12 @@ def _graph_text(env: Envelope) -> str:
 @policy_option
 @common
 def callees_cmd(root: Path, as_json: bool, name: str, policy: str | None) -> int:
-    """What NAME calls: each call site with its line, resolved (exact, import, name) or unresolved."""
+    """What NAME calls: each call site with its line, resolved (exact, import, name) or unresolved.
+
+    \b
+    Example:
+      ragraf callees TCPConnector.connect
+    """
     with Index.open(root) as idx:
         return _finish(idx.callees(name, reindex_on_drift=policy), as_json, _graph_text)
 
@@ -466,7 +526,12 @@ def callees_cmd(root: Path, as_json: bool, name: str, policy: str | None) -> int
 @policy_option
 @common
 def callers_cmd(root: Path, as_json: bool, name: str, depth: int, budget: int, policy: str | None) -> int:
-    """Who calls NAME, transitively to --depth, each with its distance and chain of calls."""
+    """Who calls NAME, transitively to --depth, each with its distance and chain of calls.
+
+    \b
+    Example:
+      ragraf callers resolve_host --depth 3
+    """
     with Index.open(root) as idx:
         env = idx.callers(name, depth=depth, budget=budget, reindex_on_drift=policy)
         return _finish(env, as_json, _graph_text)
@@ -482,7 +547,12 @@ def callers_cmd(root: Path, as_json: bool, name: str, depth: int, budget: int, p
 def graph_cmd(
     root: Path, as_json: bool, name: str, depth: int, direction: str, budget: int, policy: str | None
 ) -> int:
-    """The definitions around NAME (callers: in, callees: out) with the edges between them."""
+    """The definitions around NAME (callers: in, callees: out) with the edges between them.
+
+    \b
+    Example:
+      ragraf graph TCPConnector.connect --direction out --depth 2
+    """
     with Index.open(root) as idx:
         env = idx.graph(name, depth=depth, direction=direction, budget=budget, reindex_on_drift=policy)
         return _finish(env, as_json, _graph_text)
@@ -509,7 +579,15 @@ def impact_cmd(
     policy: str | None,
 ) -> int:
     """What a change reaches: touched definitions, their callers, the tests to run (default: the
-    work tree against the index revision)."""
+    work tree against the index revision).
+
+    \b
+    Examples:
+      ragraf impact                     # the work tree's change
+      ragraf impact --staged
+      ragraf impact --rev main..HEAD
+      git diff | ragraf impact --diff -
+    """
     diff = None
     if diff_file is not None:
         try:
@@ -534,7 +612,13 @@ def impact_cmd(
 @policy_option
 @common
 def map_cmd(root: Path, as_json: bool, budget: int, focus: tuple[str, ...], policy: str | None) -> int:
-    """The most central definitions as files with their key signatures, fitted to --budget tokens."""
+    """The most central definitions as files with their key signatures, fitted to --budget tokens.
+
+    \b
+    Examples:
+      ragraf map --budget 2000
+      ragraf map --focus src/app/server.py
+    """
     with Index.open(root) as idx:
         env = idx.repo_map(budget=budget, focus=list(focus), reindex_on_drift=policy)
         return _finish(env, as_json, _graph_text)
@@ -546,7 +630,12 @@ def map_cmd(root: Path, as_json: bool, budget: int, focus: tuple[str, ...], poli
 @policy_option
 @common
 def related_cmd(root: Path, as_json: bool, spec: str, k: int, policy: str | None) -> int:
-    """Code like the definition at PATH:LINE: shared identifiers, callers and callees."""
+    """Code like the definition at PATH:LINE: shared identifiers, callers and callees.
+
+    \b
+    Example:
+      ragraf related src/app/server.py:15
+    """
     with Index.open(root) as idx:
         return _finish(idx.related(spec, k=k, reindex_on_drift=policy), as_json, _graph_text)
 
@@ -556,7 +645,12 @@ def related_cmd(root: Path, as_json: bool, spec: str, k: int, policy: str | None
 @policy_option
 @common
 def outline_cmd(root: Path, as_json: bool, path: str, policy: str | None) -> int:
-    """The definitions of PATH as a tree, with lines."""
+    """The definitions of PATH as a tree, with lines.
+
+    \b
+    Example:
+      ragraf outline src/app/server.py
+    """
     with Index.open(root) as idx:
         return _finish(idx.outline(path, reindex_on_drift=policy), as_json, render_outline)
 
@@ -565,7 +659,13 @@ def outline_cmd(root: Path, as_json: bool, path: str, policy: str | None) -> int
 @click.argument("spec", metavar="PATH[:START-END]")
 @common
 def read_cmd(root: Path, as_json: bool, spec: str) -> int:
-    """The file as it is on disk now, with line numbers; says whether it differs from the index."""
+    """The file as it is on disk now, with line numbers; says whether it differs from the index.
+
+    \b
+    Examples:
+      ragraf read src/app/server.py
+      ragraf read src/app/server.py:10-40
+    """
     with Index.open(root) as idx:
         return _finish(idx.read(spec), as_json, render_read)
 
@@ -574,7 +674,13 @@ def read_cmd(root: Path, as_json: bool, spec: str) -> int:
 @policy_option
 @common
 def status_cmd(root: Path, as_json: bool, policy: str | None) -> int:
-    """The current revision and what changed on disk since."""
+    """The current revision and what changed on disk since.
+
+    \b
+    Examples:
+      ragraf status
+      ragraf status --json
+    """
     with Index.open(root) as idx:
         return _finish(idx.status(reindex_on_drift=policy), as_json, render_status)
 
@@ -583,7 +689,12 @@ def status_cmd(root: Path, as_json: bool, policy: str | None) -> int:
 @policy_option
 @common
 def drift_cmd(root: Path, as_json: bool, policy: str | None) -> int:
-    """The open drift-ledger entries: what changed on disk since the current revision."""
+    """The open drift-ledger entries: what changed on disk since the current revision.
+
+    \b
+    Example:
+      ragraf drift
+    """
     with Index.open(root) as idx:
         return _finish(idx.drift(reindex_on_drift=policy), as_json, render_drift)
 
@@ -608,7 +719,13 @@ def changes_cmd(
     output: Path | None,
     policy: str | None,
 ) -> int:
-    """What changed in knowledge between two revisions: files, symbols, and the ledger behind them."""
+    """What changed in knowledge between two revisions: files, symbols, and the ledger behind them.
+
+    \b
+    Examples:
+      ragraf changes --from rev-0003
+      ragraf changes --from rev-0003 --to rev-0005 --json
+    """
     with Index.open(root) as idx:
         env = idx.changes(from_rev, to_rev, reindex_on_drift=policy)
     if env.state == "refused" or (as_json and not output):
@@ -630,7 +747,12 @@ def changes_cmd(
 @main.command("revisions")
 @common
 def revisions_cmd(root: Path, as_json: bool) -> int:
-    """The retained revisions, oldest first."""
+    """The retained revisions, oldest first.
+
+    \b
+    Example:
+      ragraf revisions
+    """
     with Index.open(root) as idx:
         env = idx.revisions()
     if as_json:
@@ -643,7 +765,12 @@ def revisions_cmd(root: Path, as_json: bool) -> int:
 @main.command("gc")
 @common
 def gc_cmd(root: Path, as_json: bool) -> int:
-    """Retention: keep the last N revisions (keep_revisions, default 20) and what they reference."""
+    """Retention: keep the last N revisions (keep_revisions, default 20) and what they reference.
+
+    \b
+    Example:
+      ragraf gc
+    """
     with Index.open(root) as idx:
         data = idx.gc()
     if as_json:
@@ -661,7 +788,13 @@ def gc_cmd(root: Path, as_json: bool) -> int:
 @click.option("--check", is_flag=True, help="Also verify every invariant of the index data.")
 @common
 def doctor_cmd(root: Path, as_json: bool, pull: bool, check: bool) -> int:
-    """Is everything healthy: the index, the embedder and its dimension, (--check) the data."""
+    """Is everything healthy: the index, the embedder and its dimension, (--check) the data.
+
+    \b
+    Examples:
+      ragraf doctor
+      ragraf doctor --check          # also verify every invariant of the index data
+    """
     with Index.open(root) as idx:
         env = idx.doctor(pull=pull, check=check)
     if as_json:
@@ -677,13 +810,24 @@ def doctor_cmd(root: Path, as_json: bool, pull: bool, check: bool) -> int:
 
 @main.group("cache")
 def cache_group() -> None:
-    """The embedding cache shared by every index on this machine."""
+    """The embedding cache shared by every index on this machine.
+
+    \b
+    Examples:
+      ragraf cache stats
+      ragraf cache prune --older-than 30
+    """
 
 
 @cache_group.command("stats")
 @common
 def cache_stats_cmd(root: Path, as_json: bool) -> int:
-    """How many vectors the cache holds, per model, and where."""
+    """How many vectors the cache holds, per model, and where.
+
+    \b
+    Example:
+      ragraf cache stats
+    """
     from dataclasses import asdict
 
     from ragraf.embed import open_cache
@@ -707,7 +851,13 @@ def cache_stats_cmd(root: Path, as_json: bool) -> int:
 )
 @common
 def cache_prune_cmd(root: Path, as_json: bool, models: tuple[str, ...], days: float | None) -> int:
-    """Remove vectors by model and/or age."""
+    """Remove vectors by model and/or age.
+
+    \b
+    Examples:
+      ragraf cache prune --older-than 30
+      ragraf cache prune --model ollama:nomic-embed-text
+    """
     from ragraf.embed import open_cache
 
     if not models and days is None:
