@@ -225,6 +225,17 @@ def test_editor_swap_and_backup_files_stay_out_when_the_rules_exclude_them(repo:
 
 
 @linux
+def test_files_the_default_rules_leave_out_cause_no_run(live: Live) -> None:
+    before = len(live.runs)
+    for name in ("yarn.lock", "mod.pyc", ".env", "bundle.min.js"):
+        (live.root / "src/app" / name).write_text("x = 1\n")
+    time.sleep(1.0)  # apart from the next burst (the loop gathers 150 ms of quiet): not a timing check
+    (live.root / "src/app/after.py").write_text(module("after_the_left_out_ones"))
+    live.indexed("after_the_left_out_ones", {"src/app/after.py"})
+    assert len(live.runs) == before + 1, [r.to_dict() for r in live.runs[before:]]
+
+
+@linux
 def test_a_manual_index_holding_the_lock_is_waited_for_and_lost_events_run_a_full_pass(live: Live) -> None:
     with Index.open(live.root) as idx:
         home = idx.settings.home

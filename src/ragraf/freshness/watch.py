@@ -163,11 +163,13 @@ class TreeChanges:
     whether events were lost (queue overflow: anything may have changed)."""
 
     paths: set[str] = field(default_factory=set)
+    folders: set[str] = field(default_factory=set)  # those of paths that are folders
     overflow: bool = False
     events: int = 0
 
     def merge(self, other: TreeChanges) -> None:
         self.paths |= other.paths
+        self.folders |= other.folders
         self.overflow = self.overflow or other.overflow
         self.events += other.events
 
@@ -295,6 +297,7 @@ class TreeWatch:
                     self._forget(rel)
                 elif mask & (_IN_CREATE | _IN_MOVED_TO) and not self._add_tree(rel):
                     changes.overflow = True  # out of watches: only a full pass can say what changed
+                changes.folders.add(rel)
             changes.paths.add(rel)
 
     def pending(self) -> bool:

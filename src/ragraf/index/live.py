@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragraf.corpus.rules import EXCLUDED_DIRS
+from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason
 from ragraf.errors import LockHeldError, RagrafError
 from ragraf.freshness.watch import TreeChanges, TreeWatch
 from ragraf.index.progress import Progress
@@ -93,6 +93,12 @@ class _YieldingProgress(Progress):
             raise Superseded
 
 
+def _indexable(changes: TreeChanges) -> bool:
+    """Whether a burst names a path the index may hold: a folder (what it holds is not known yet),
+    or a file no default rule leaves out (a lock file, a .pyc, a secret never cause a run)."""
+    return bool(changes.folders) or any(excluded_reason(p) is None for p in changes.paths)
+
+
 def prune_for(root: Path, home: Path) -> Callable[[str], bool]:
     """The folders not to watch: VCS and dependency folders (the default excludes), the index home."""
     home = home.resolve()
@@ -160,7 +166,7 @@ class LiveLoop:
             if left <= 0 or not watch.wait(left):
                 break
             changes.merge(watch.read())
-        if changes.overflow or changes.paths:
+        if changes.overflow or _indexable(changes):
             self._run("change", changes, first)
 
     def _next_poll(self) -> None:
