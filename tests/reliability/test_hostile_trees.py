@@ -114,3 +114,29 @@ def test_a_git_work_tree_names_what_it_leaves_out_as_a_plain_folder_does(tmp_pat
     assert reports["git"]["skipped"] == reports["plain"]["skipped"] == 3
     assert reports["git"]["skipped_files"] == reports["plain"]["skipped_files"]
     assert [f["path"] for f in reports["git"]["skipped_files"]] == ["link.py", "my_id_backup"]
+
+
+@pytest.mark.parametrize(("kind", "said"), [("fifo", "a FIFO"), ("socket", "a socket"), ("dir", "a folder")])
+def test_outline_and_read_of_a_special_file_say_what_it_is(tmp_path: Path, kind: str, said: str) -> None:
+    root = tmp_path / "r"
+    write(root, FILES)
+    env = {"RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(tmp_path / "home")}
+    assert run_cli("index", "--root", str(root), env=env, timeout=HANG_S).returncode == 0
+    _make(root / "odd.py", kind)
+    for op in ("outline", "read"):
+        out = run_cli(op, "odd.py", "--root", str(root), "--json", env=env, timeout=HANG_S)
+        error = json.loads(out.stdout)["error"]
+        assert out.returncode == 2 and f"odd.py is {said}" in error["message"], (op, error)
+        assert "not on disk" not in error["message"] and error["suggest"]
+
+
+def test_a_symlink_inside_the_root_is_named_as_one_never_as_new_since(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    write(root, FILES)
+    os.symlink("a.py", root / "link.py")
+    env = {"RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(tmp_path / "home")}
+    assert run_cli("index", "--root", str(root), env=env, timeout=HANG_S).returncode == 0
+    outline = run_cli("outline", "link.py", "--root", str(root), "--json", env=env, timeout=HANG_S)
+    assert "a symlink" in json.loads(outline.stdout)["error"]["message"]
+    read = json.loads(run_cli("read", "link.py", "--root", str(root), "--json", env=env).stdout)
+    assert read["stale_warnings"] == [] and any("a symlink" in note for note in read["notes"]), read

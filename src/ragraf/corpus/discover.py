@@ -509,6 +509,8 @@ def left_out(root: Path, rel: str, max_file_bytes: int, max_line_chars: int) -> 
     rule = excluded_reason(rel)
     if rule:
         return f"left out of the index by a path rule ({rule})"
+    if (root / rel).is_symlink():
+        return "left out of the index: a symlink (never followed; its target is indexed at its own path)"
     try:
         if (root / rel).stat().st_size > max_file_bytes:
             return f"left out of the index: larger than {max_file_bytes} bytes"

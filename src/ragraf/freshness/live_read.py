@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from ragraf.corpus.discover import special_kind
 from ragraf.corpus.extract import decode, looks_binary, sha256_text, strip_front_matter
 from ragraf.corpus.rules import is_secret
 from ragraf.corpus.secrets import opens_with_private_key, redact
@@ -90,7 +91,12 @@ def read_live(root: Path, path: str, start_line: int | None = None, end_line: in
             f"{rel} cannot be read: {exc.strerror}", suggest="read a regular file inside the root"
         ) from None
     if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{rel} is not a regular file", suggest="read a file, not a folder or device")
+        kind = special_kind(target) or "not a regular file"
+        raise UsageError(
+            f"{rel} is {kind}, not a regular file: not read",
+            suggest="give a file inside it" if stat.S_ISDIR(st.st_mode)
+            else "read a regular file: a FIFO, socket or device holds no text (reading one may never end)",
+        )  # fmt: skip
     big = st.st_size > MAX_READ_BYTES
     if big and end_line is None:
         raise UsageError(
