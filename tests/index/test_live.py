@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from embed.fake_embed_server import FakeServer, Reply
 from support import git, init_git, settled, write
 
 from ragraf import Index
@@ -269,3 +270,29 @@ def test_without_inotify_the_stat_pass_finds_changes(repo: Path) -> None:
         live.indexed("found_by_polling", {"src/app/polled.py"})
         assert live.runs[-1].trigger == "poll"
         assert live.runs[-1].mode == "poll"
+
+
+@linux
+def test_the_slow_embedding_tier_yields_to_the_next_change_and_resumes_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeServer("openai")
+    fake.rule = lambda _request: Reply(hang=0.1)  # a slow provider: 40 batches take seconds
+    for key, value in {"EMBEDDER": "openai", "EMBED_URL": fake.url, "EMBED_MODEL": "m", "EMBED_API_KEY": "k",
+                       "EMBED_BATCH_SIZE": "2", "CACHE_DIR": str(tmp_path / "cache")}.items():  # fmt: skip
+        monkeypatch.setenv(f"RAGRAF_{key}", value)
+    root = tmp_path / "repo"
+    write(root, {f"src/m{n:02}.py": module(f"chunk_{n}") for n in range(80)})
+    settled(root)
+    for live in _start(root):
+        batches = -(-live.runs[0].report["chunks"]["total"] // 2)
+        live.wait_for(lambda: len(fake.requests) >= 3, "began embedding")
+        (root / "src/late.py").write_text(module("arrived_while_embedding"))
+        live.indexed("arrived_while_embedding", {"src/late.py"})
+        assert len(fake.requests) < batches  # the lexical run did not wait for the slow tier
+
+        def covered() -> bool:
+            with Index.open(root, **READER) as idx:
+                return idx.status().capability.semantic_coverage >= 1.0
+
+        live.wait_for(covered, "embedded everything after the change")
