@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import traceback
-from collections.abc import Callable
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -227,32 +228,44 @@ def test_a_very_long_line_gives_a_bounded_signature() -> None:
     assert d.line == 1 and len(d.signature) <= 200
 
 
-def finishes_in_time(check: Callable[[], None], seconds: float) -> bool:
-    """Run check in a forked child under a timer, as the indexer parses a file: False when the
-    timer ended it (a text tree-sitter's recovery cannot finish, which the indexer indexes by lines);
-    an exception in the child fails the caller with the child's traceback."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: tree-sitter holds the GIL while it parses, so only a signal stops it
-        os.close(read_end)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+class SpawnedParser:
+    """extract_facts in a spawned child (a fresh interpreter, grammars loaded once), as the indexer's
+    pool runs it. Not forked: under a full suite the test process has threads (servers, pools), and
+    a fork copies whatever state they left a parser or the allocator in, which crashed children at
+    random. A call that runs past `seconds` (a text tree-sitter's recovery cannot finish, which the
+    indexer indexes by lines) kills the child and gives None; a crash fails the caller."""
+
+    def __init__(self) -> None:
+        self.pool: ProcessPoolExecutor | None = None
+
+    def facts(self, text: str, language: str, seconds: float) -> FileFacts | None:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        future = self.pool.submit(extract_facts, text, language)
         try:
-            check()
-            message = b""
-        except BaseException:
-            message = traceback.format_exc().encode()
-        os.write(write_end, message)
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        message = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert not message, message.decode()
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGALRM, f"the parse crashed: signal {os.WTERMSIG(status)}"
-        return False
-    return True
+            return future.result(timeout=seconds)
+        except FutureTimeout:
+            self.stop()
+            return None
+        except BrokenProcessPool:
+            self.stop()
+            raise AssertionError(f"the parse crashed the child: {language} {text!r}") from None
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            for process in list(self.pool._processes.values()):  # a parse that never ends: kill it
+                process.kill()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+PARSER = SpawnedParser()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_parser() -> Iterator[None]:
+    yield
+    PARSER.stop()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -262,11 +275,8 @@ def finishes_in_time(check: Callable[[], None], seconds: float) -> bool:
     )
 )
 def test_random_text_never_raises_in_any_language(text: str) -> None:
-    def check() -> None:
-        for language in LANGUAGES:
-            check_lines(text, extract_facts(text, language))
-
-    for language in LANGUAGES:  # load each grammar here once, not again in every child
-        extract_facts("x", language)
-    # A random text can trap the parser for minutes (one was found): that stops the child, not CI.
-    finishes_in_time(check, seconds=30)
+    for language in LANGUAGES:
+        # A random text can trap the parser for minutes (one was found): that stops the child, not CI.
+        facts = PARSER.facts(text, language, seconds=30)
+        if facts is not None:
+            check_lines(text, facts)
