@@ -1,12 +1,15 @@
-"""What git knows about a work tree: its base branch, the files that differ from a commit, and a
-private checkout of the base commit to index (DESIGN §10). Every answer is asked of git anew."""
+"""What git knows about a work tree: its base branch, the files that differ from a commit, what
+changed between two commits, and the base commit's files written out from git's object store to
+index them (DESIGN §10). Every answer is asked of git anew."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ragraf.corpus.discover import special_kind, unsafe_ignore_file, untracked_by_walk
 from ragraf.corpus.gitcmd import run_watched
@@ -125,6 +128,99 @@ def tree_paths(common_dir: Path, commit: str) -> list[str]:
     if out.returncode != 0:
         raise GitError(f"git ls-tree {commit[:12]} failed: {out.stderr.decode(errors='replace').strip()}")
     return sorted(_names(out.stdout))
+
+
+@dataclass(frozen=True)
+class TreeChange:
+    """A path whose entry differs between two commits; mode and blob are the new side's ("" when
+    the path is gone)."""
+
+    path: str
+    mode: str
+    blob: str
+
+
+def changes_between(common_dir: Path, old: str, new: str) -> list[TreeChange] | None:
+    """The paths whose blob or mode differ between two commits; None when git cannot tell (the old
+    commit is gone, e.g. after a forced push and gc, or a shallow clone lacks it)."""
+    out = _git(
+        common_dir, "--git-dir", str(common_dir), "diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", old, new
+    )  # fmt: skip
+    if out.returncode != 0:
+        return None
+    fields = out.stdout.split(b"\0")
+    changes = []
+    for i in range(0, len(fields) - 1, 2):
+        meta, path = fields[i].split(), fields[i + 1].decode("utf-8", errors="surrogateescape")
+        if len(meta) < 5:
+            return None
+        gone = meta[4].startswith(b"D")
+        changes.append(TreeChange(path, "" if gone else meta[1].decode(), "" if gone else meta[3].decode()))
+    return changes
+
+
+def tree_entries(common_dir: Path, commit: str, paths: list[str]) -> list[TreeChange]:
+    """The commit's entries (mode and blob) at these paths; a path it lacks is left out."""
+    if not paths:
+        return []
+    out = _git(common_dir, "--git-dir", str(common_dir), "ls-tree", "-z", "--full-tree", commit, "--", *paths)
+    entries = []
+    for record in _names(out.stdout):
+        meta, _, path = record.partition("\t")
+        mode, _kind, blob = meta.split()
+        entries.append(TreeChange(path, mode, blob))
+    return entries
+
+
+def write_blobs(common_dir: Path, entries: list[TreeChange], dest: Path) -> None:
+    """Write these entries under dest from git's object store through one `git cat-file --batch`:
+    regular files with their content and executable bit, symlinks as symlinks, submodules skipped."""
+    wanted = [e for e in entries if e.mode in ("100644", "100755", "120000")]
+    if not wanted:
+        return
+    try:
+        proc = subprocess.Popen(
+            ["git", "--git-dir", str(common_dir), "cat-file", "--batch"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+    except OSError as exc:
+        raise GitError(
+            f"git cat-file could not run: {exc}", suggest="install git or put it on PATH"
+        ) from None
+    assert proc.stdin is not None and proc.stdout is not None
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, [e.blob for e in wanted]), daemon=True)
+    feeder.start()
+    try:
+        for entry in wanted:
+            header = proc.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise GitError(
+                    f"git cat-file could not read {entry.path} ({entry.blob[:12]}) of the base commit",
+                    suggest="run `git fsck`, then `ragraf index --full`",
+                )
+            data = proc.stdout.read(int(header[2]) + 1)[:-1]
+            target = dest / entry.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if entry.mode == "120000":
+                os.symlink(os.fsdecode(data), target)
+            else:
+                target.write_bytes(data)
+                if entry.mode == "100755":
+                    target.chmod(0o755)
+    finally:
+        proc.stdout.close()
+        proc.kill()
+        proc.wait()
+        feeder.join()
+
+
+def _feed(stdin: IO[bytes], blobs: list[str]) -> None:
+    try:
+        for blob in blobs:
+            stdin.write(blob.encode() + b"\n")
+        stdin.close()
+    except OSError:  # the reader stopped early (an error above): nothing more to ask
+        pass
 
 
 def checkout(common_dir: Path, tree: Path, commit: str) -> None:

@@ -1,6 +1,7 @@
-"""Work trees over one base (DESIGN §10): the base index follows the base branch from a private
-checkout of its head; a work tree's view starts as the base's manifest with the files git says
-differ laid over it, and is then kept up to date like any index, by its own stat cache."""
+"""Work trees over one base (DESIGN §10): the base index follows the base branch, reading from
+git's object store the files that changed since the commit it reflects; a work tree's view starts
+as the base's manifest with the files git says differ laid over it, and is then kept up to date
+like any index, by its own stat cache."""
 
 from __future__ import annotations
 
@@ -99,9 +100,14 @@ def update_base(
         if moved is None or any(c.path == RAGRAFIGNORE for c in moved):
             progress.note(f"writing out {ref.name} ({ref.commit[:12]}) for the base index")
             checkout(common, tree, ref.commit)
+            # Listed here, not by run_index: the last run's guard snapshot described another tree.
+            listing = (
+                dir_stamps(tree),
+                discover(tree, settings.max_file_bytes, tree_paths(common, ref.commit)),
+            )
             return run_index(
-                store, base_settings(settings), model_id, dim, full=full, progress=progress,
-                paths=tree_paths(common, ref.commit), stamp=(ref.commit, ref.name),
+                store, base_settings(settings), model_id, dim, full=full, progress=progress, listed=listing,
+                stamp=(ref.commit, ref.name),
             )  # fmt: skip
         assert current is not None
         return _index_changes(store, settings, current, ref, moved, model_id, dim, progress)
