@@ -114,6 +114,11 @@ def watch_cmd(root: Path, as_json: bool) -> None:
     Bursts (a checkout, a save through a temp file) are gathered into one run; a manual `ragraf
     index` is waited for. Linux: inotify on every folder; elsewhere, with RAGRAF_WATCH=0 or out of
     inotify watches, a stat pass every second. Ctrl-C exits 130, SIGTERM 0.
+
+    \b
+    Examples:
+      ragraf watch                  # a line per run in this folder
+      ragraf watch --json | jq .    # one JSON object per run (trigger, lag_s, files, index_rev)
     """
     from ragraf.adapters.live_index import watch
 
