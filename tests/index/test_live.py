@@ -17,6 +17,7 @@ from support import git, init_git, settled, write
 
 from ragraf import Index
 from ragraf.adapters.live_index import live_ops
+from ragraf.index import live as live_module
 from ragraf.index.live import LiveLoop, LiveRun
 from ragraf.index.lock import WriterLock
 
@@ -272,18 +273,38 @@ def test_without_inotify_the_stat_pass_finds_changes(repo: Path) -> None:
         assert live.runs[-1].mode == "poll"
 
 
-@linux
-def test_the_slow_embedding_tier_yields_to_the_next_change_and_resumes_after_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _slow_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeServer, Path]:
+    """A repository of 80 chunks and a slow provider (40 batches of 2 take seconds)."""
     fake = FakeServer("openai")
-    fake.rule = lambda _request: Reply(hang=0.1)  # a slow provider: 40 batches take seconds
+    fake.rule = lambda _request: Reply(hang=0.1)
     for key, value in {"EMBEDDER": "openai", "EMBED_URL": fake.url, "EMBED_MODEL": "m", "EMBED_API_KEY": "k",
                        "EMBED_BATCH_SIZE": "2", "CACHE_DIR": str(tmp_path / "cache")}.items():  # fmt: skip
         monkeypatch.setenv(f"RAGRAF_{key}", value)
     root = tmp_path / "repo"
     write(root, {f"src/m{n:02}.py": module(f"chunk_{n}") for n in range(80)})
     settled(root)
+    return fake, root
+
+
+@linux
+def test_the_slow_embedding_tier_lets_a_waiting_manual_index_have_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, root = _slow_embedder(tmp_path, monkeypatch)
+    monkeypatch.setattr(live_module, "EMBED_SLICE_S", 0.5)
+    for live in _start(root):
+        batches = -(-live.runs[0].report["chunks"]["total"] // 2)
+        live.wait_for(lambda: len(fake.requests) >= 3, "began embedding")
+        with Index.open(root) as idx:
+            idx.index(lexical_only=True)  # waits for the lock
+        assert len(fake.requests) < batches  # got it before the slow tier was done
+
+
+@linux
+def test_the_slow_embedding_tier_yields_to_the_next_change_and_resumes_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, root = _slow_embedder(tmp_path, monkeypatch)
     for live in _start(root):
         batches = -(-live.runs[0].report["chunks"]["total"] // 2)
         live.wait_for(lambda: len(fake.requests) >= 3, "began embedding")

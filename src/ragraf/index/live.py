@@ -11,7 +11,8 @@ seconds, and a run when it finds drift.
 Runs never overlap (one loop, one thread). A manual `ragraf index` that holds the writer lock is
 waited for, then followed by a run of ours (it may have listed the tree before the last change).
 The slow embedding tier runs after the lexical revision committed and stops as soon as the kernel
-reports a new change; the next quiet moment resumes it (the vectors computed so far are cached).
+reports a new change, or after EMBED_SLICE_S so that a waiting indexer gets the lock; the next quiet
+moment resumes it (the vectors computed so far are cached).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ DEBOUNCE_S = 0.15  # quiet time that ends a burst
 MAX_DELAY_S = 0.5  # a burst that never goes quiet (continuous edits) is still indexed this soon
 POLL_S = 1.0  # the stat pass's interval where the kernel cannot tell
 LOCK_POLL_S = 0.2  # how often to look whether a manual `ragraf index` released the lock
+# The slow tier holds the writer lock this long at most, then lets go for a moment: a manual
+# `ragraf index` waiting for the lock (it looks every 0.1 s) gets it before the tier goes on.
+EMBED_SLICE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class _YieldingProgress(Progress):
     def __init__(self, should_yield: Callable[[], bool]) -> None:
         self.should_yield = should_yield
         self.phase = ""
+        self.until = time.monotonic() + EMBED_SLICE_S
 
     def start(self, phase: str, total: int) -> None:
         self.phase = phase
@@ -89,7 +94,7 @@ class _YieldingProgress(Progress):
         self._check()
 
     def _check(self) -> None:
-        if self.phase == "embedding chunks" and self.should_yield():
+        if self.phase == "embedding chunks" and (time.monotonic() > self.until or self.should_yield()):
             raise Superseded
 
 
