@@ -190,3 +190,21 @@ async def test_without_root_or_client_roots_the_working_folder_is_served(
         found = await client.call_tool("find_symbol", {"name": "TCPConnector"})
     assert found.structured_content["repo"] == "app"
     assert found.structured_content["results"][0]["path"] == "src/app/server.py"
+
+
+async def test_a_repo_without_an_index_is_named_and_the_others_still_answer(
+    two_roots: tuple[Path, Path], tmp_path: Path
+) -> None:
+    app, _ = two_roots
+    empty = tmp_path / "empty"
+    write(empty, {"a.py": "def lonely():\n    return 1\n"})
+    async with served((app, empty)) as client:
+        merged = await client.call_tool("search", {"query": "TCPConnector", "repo": "*", "top_k": 3})
+        alone = await client.call_tool("search", {"query": "TCPConnector", "repo": ["empty"]})
+    env = merged.structured_content
+    assert merged.is_error is False and env["state"] == "fresh"
+    assert {r["repo"] for r in env["results"]} == {"app"}
+    assert env["repos"]["empty"]["error"]["code"] == "index_missing"
+    assert "NOTE: empty: not searched: no index yet" in merged.content[0].text
+    assert "with repo=empty" in merged.content[0].text
+    assert alone.is_error is True and alone.structured_content["error"]["code"] == "index_missing"

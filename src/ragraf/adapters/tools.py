@@ -329,6 +329,9 @@ def repo_names(roots: list[Path]) -> list[str]:
     return names
 
 
+_PAGE_NOTE = re.compile(r"^(\d+ of k=\d+ found|nothing matched|k=\d+ clamped)")
+
+
 def _merged_state(states: list[str]) -> str:
     if all(s == "refused" for s in states):
         return "refused"
@@ -441,8 +444,12 @@ class ServedRoots:
             }
             if payload.get("error"):
                 repos[name]["error"] = payload["error"]
-                notes.append(f"{name}: not searched: {payload['error']['message']}")
-            notes += [f"{name}: {n}" for n in payload.get("notes") or []]
+                error = payload["error"]
+                notes.append(
+                    f"{name}: not searched: {error['message']} ({error['suggest']} with repo={name})"
+                )
+            # Each repo was asked its own pages: what they say of k is said once below for the merge.
+            notes += [f"{name}: {n}" for n in payload.get("notes") or [] if not _PAGE_NOTE.match(n)]
             reasons = (payload.get("capability") or {}).get("reasons") or []
             notes += [f"{name}: {r}" for r in reasons]
             warnings += [{**w, "repo": name} for w in payload.get("stale_warnings") or []]
@@ -452,6 +459,9 @@ class ServedRoots:
             total += count
         merged.sort(key=lambda r: -float(r.get("score") or 0.0))  # stable: repo order breaks ties
         page = merged[offset : offset + k]
+        if len(page) < k:
+            found = "nothing matched" if not page else f"{len(page)} of k={k} found"
+            notes.append(f"{found}{f' from offset {offset}' if offset else ''} in {len(names)} repos")
         following = max(0, total - offset - len(page))
         data = {
             "op": "search",
@@ -522,7 +532,9 @@ def render_merged_search(data: dict[str, Any], budget_bytes: int) -> str:
         ]
     for w in data["stale_warnings"]:
         where = f"`read` with path={printable(w['path'])} repo={w['repo']}"
-        action = "call `reindex`" if w["suggest"] == "reindex" else f"read it live: {where}"
+        action = (
+            f"call `reindex` with repo={w['repo']}" if w["suggest"] == "reindex" else f"read it live: {where}"
+        )
         head.append(f"WARNING: [{w['repo']}] {printable(w['path'])} {w['reason']}; {action}")
     head += [f"NOTE: {tool_words(n)}" for n in data["notes"]]
     revs = ", ".join(
