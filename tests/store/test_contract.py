@@ -285,6 +285,22 @@ def test_a_new_revision_archives_the_open_ledger_with_itself_as_closer(
     assert len(store.archived_entries([two.rev, three.rev])) == 2
 
 
+def test_drift_reported_late_against_a_revision_since_closed_opens_nothing(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    store = store_factory()
+    one = commit_files(store, settings, SAMPLE)
+    created = DriftEvent(one.rev, "create", "src/app/new.py", "index", None, sha("x = 1\n"))
+    two = commit_files(store, settings, {**SAMPLE, "src/app/new.py": "x = 1\n"}, [created])
+    # A reader that began on `one` reports the creation after `two` took it in and archived it.
+    late = DriftEvent(one.rev, "create", "src/app/new.py", "guard", None, sha("x = 1\n"))
+    assert store.register_drift([late]) == 0
+    assert store.open_entries() == [] and len(store.archived_entries([two.rev])) == 1
+    now = DriftEvent(two.rev, "modify", "src/app/new.py", "guard", sha("x = 1\n"), sha("x = 2\n"))
+    assert store.register_drift([late, now]) == 1
+    assert [e.rev for e in store.open_entries()] == [two.rev]
+
+
 def test_concurrent_registrations_of_one_change_make_one_entry(
     store_factory: StoreFactory, settings: Settings
 ) -> None:

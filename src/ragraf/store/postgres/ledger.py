@@ -40,7 +40,13 @@ class LedgerMixin:
         if not fresh:
             return 0
         with self._tx() as conn:
-            return self._insert_drift(conn, fresh)
+            # Drift against a revision the repository has moved past is late news (a reader that began
+            # before the commit), already archived or stale: it opens nothing. (A commit in flight
+            # while this runs can still leave one such entry open, until the next revision archives it.)
+            row = conn.execute(
+                "SELECT rev FROM revisions WHERE repo_id = %s ORDER BY rev_no DESC LIMIT 1", (self.repo_id,)
+            ).fetchone()
+            return self._insert_drift(conn, [e for e in fresh if row is not None and e.rev == row[0]])
 
     def _insert_drift(self, conn: psycopg.Connection, events: Sequence[DriftEvent]) -> int:
         # The first revision's events name no revision (nothing to drift from); SQLite's

@@ -37,7 +37,19 @@ class LedgerMixin:
         if not fresh:
             return 0
         with self.transaction() as db:
-            return self._insert_drift(db, fresh)
+            # Under the write lock, so no revision commits meanwhile: drift against a revision its view
+            # has moved past is late news (a reader that began before the commit), already archived
+            # or stale; opened again it would stand as open drift until the next revision.
+            latest = {
+                rev
+                for rev in {e.rev for e in fresh}
+                if db.execute(
+                    "SELECT 1 FROM revisions r WHERE r.rev = ? AND r.rev_no = "
+                    "(SELECT max(n.rev_no) FROM revisions n WHERE n.view = r.view)",
+                    (rev,),
+                ).fetchone()
+            }
+            return self._insert_drift(db, [e for e in fresh if e.rev in latest])
 
     def _insert_drift(self, db: sqlite3.Connection, events: list[DriftEvent]) -> int:
         now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
