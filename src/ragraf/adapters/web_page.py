@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ragraf.adapters.tools import ToolRunner
+from ragraf.adapters.tools import ServedRoots, ToolRunner
 from ragraf.api.changes_format import diff_html
 
 COOKIE = "ragraf_token"
@@ -164,7 +164,9 @@ def _symbol_links(name: str) -> str:
     )
 
 
-def page_routes(runner: ToolRunner, token: str | None, host_ok: Callable[[Request], bool]) -> list[Route]:
+def page_routes(
+    runner: ToolRunner | ServedRoots, token: str | None, host_ok: Callable[[Request], bool]
+) -> list[Route]:
     """The page's routes, guarded as /v1 is: loopback Host names on a loopback bind, the token if set."""
     secret = token.encode() if token else None
 
