@@ -106,11 +106,14 @@ def _indexable(changes: TreeChanges) -> bool:
 
 def prune_for(root: Path, home: Path) -> Callable[[str], bool]:
     """The folders not to watch: VCS and dependency folders (the default excludes), the index home."""
-    home = home.resolve()
+    try:
+        home_rel = home.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        home_rel = None  # outside the tree (a git repository's home is in .git): nothing to prune
 
     def prune(rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]
-        return name in EXCLUDED_DIRS or name.endswith(".egg-info") or (root / rel).resolve() == home
+        return name in EXCLUDED_DIRS or name.endswith(".egg-info") or rel == home_rel
 
     return prune
 
