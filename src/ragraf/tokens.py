@@ -35,6 +35,11 @@ def _expansion(word: str) -> str:
     return word.replace("_", "").lower() + " " + " ".join(parts)
 
 
+# Bump with any change to what index_text returns: the SQLite store's lexical tables keep no body
+# and rebuild one with index_text to remove a row, so it rebuilds them all when this changes.
+INDEX_TEXT_VERSION = "1"
+
+
 def index_text(text: str) -> str:
     """Text for the FTS body: the original words, plus the joined and split forms of compound identifiers."""
     # Only identifiers with an inner capital or underscore can split; each is expanded once per chunk.

@@ -90,7 +90,7 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     idx = Index.open(root, embedder="none")
     assert _found(idx) == before
     db = sqlite3.connect(idx.settings.db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 10
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 11
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert db.execute("SELECT count(*) FROM chunks_fts_retained").fetchone()[0] == 0
     indexes = {
@@ -342,3 +342,35 @@ def test_a_cold_index_gives_back_the_pages_its_waiting_lexical_rows_held(tmp_pat
     pages, free = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
     db.close()
     assert free * 10 < pages, (free, pages)
+
+
+def test_a_new_index_text_rebuilds_the_lexical_rows_on_open_and_they_move_and_leave_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    write(root, {**SAMPLE, "src/extra.py": "def extra_helper():\n    return 1\n"})
+    idx = Index.open(root, embedder="none")
+    idx.index()
+    write(root, {"src/extra.py": "def extra_helper():\n    return 2\n"})
+    idx.index()  # the first extra.py is retained content
+    idx.close()
+    from ragraf.index import workers
+    from ragraf.store.sqlite import connection, sql
+
+    def marked(text: str) -> str:
+        return index_text(text) + "\nzzmarked"
+
+    for module in (sql, workers):
+        monkeypatch.setattr(module, "index_text", marked)
+    for module in (sql, connection):
+        monkeypatch.setattr(module, "INDEX_TEXT_VERSION", "2")
+    idx = Index.open(root, embedder="none")
+    assert idx.search("zzmarked", mode="lexical").results  # rebuilt with the new body
+    db = sqlite3.connect(idx.settings.db_path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'lexical_body'").fetchone()[0] == "2"
+    db.close()
+    write(root, {"src/extra.py": "def extra_helper():\n    return 3\n"})
+    idx.index()  # rows leave and move by bodies of the new index_text
+    idx.gc()
+    _assert_consistent(idx)
+    assert [r.path for r in idx.search("extra_helper", mode="lexical").results] == ["src/extra.py"]

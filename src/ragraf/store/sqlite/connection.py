@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError
 from ragraf.store.sqlite.migrations import APPLICATION_ID, COMPACT_FROM, MIGRATIONS
-from ragraf.store.sqlite.sql import pack_text
+from ragraf.store.sqlite.sql import pack_text, rebuild_lexical
+from ragraf.tokens import INDEX_TEXT_VERSION
 
 if TYPE_CHECKING:
     from ragraf.store.sqlite.vectors import VectorRows
@@ -93,6 +94,10 @@ class ConnectionBase:
                 self.db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
             if 0 < version < COMPACT_FROM:
                 self._compact()
+        made = self.db.execute("SELECT value FROM meta WHERE key = 'lexical_body'").fetchone()
+        if made is not None and made[0] != INDEX_TEXT_VERSION:
+            with self.transaction() as db:
+                rebuild_lexical(db)
         self.db.execute("PRAGMA synchronous = NORMAL")
         self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk inserts into FTS and indexes
         self.db.execute("PRAGMA temp_store = MEMORY")

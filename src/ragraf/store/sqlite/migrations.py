@@ -208,6 +208,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE chunks_fts_retained_v10 RENAME TO chunks_fts_retained;
     UPDATE chunks SET text = ragraf_pack_text(text) WHERE typeof(text) = 'text';
     """,
+    # 11: which index_text made the lexical rows (tokens.INDEX_TEXT_VERSION): when it changes, the
+    # store rebuilds them on open, since removing a row needs the body it was indexed with.
+    """
+    INSERT OR REPLACE INTO meta (key, value) VALUES ('lexical_body', '1');
+    """,
 ]
 
 COMPACT_FROM = 10  # an index migrated across this schema is vacuumed once, into auto_vacuum = INCREMENTAL

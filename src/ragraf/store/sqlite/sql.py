@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import zlib
 
-from ragraf.tokens import index_text
+from ragraf.tokens import INDEX_TEXT_VERSION, index_text
 
 
 def _named(content: str) -> str:
@@ -49,6 +49,22 @@ def _fts_values(db: sqlite3.Connection, ids: list[int]) -> list[tuple[int, str, 
             symbol = hit[1] or ""
             rows.append((chunk_id, index_text(unpack_text(hit[0]) + "\n" + symbol), symbol))
     return rows
+
+
+def rebuild_lexical(db: sqlite3.Connection) -> None:
+    """Every lexical row made again with this index_text, each table keeping the chunks it holds
+    (the current revisions', the retained ones', those waiting for their revision)."""
+    held = {
+        t: [r[0] for r in db.execute(f"SELECT rowid FROM {t}")] for t in ("chunks_fts", "chunks_fts_retained")
+    }
+    for table, ids in held.items():
+        db.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
+        db.executemany(f"INSERT INTO {table} (rowid, body, symbol) VALUES (?, ?, ?)", _fts_values(db, ids))
+    waiting = [r[0] for r in db.execute("SELECT chunk_id FROM pending_fts")]
+    db.executemany(
+        "UPDATE pending_fts SET body = ?2, symbol = ?3 WHERE chunk_id = ?1", _fts_values(db, waiting)
+    )
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('lexical_body', ?)", (INDEX_TEXT_VERSION,))
 
 
 def _held(db: sqlite3.Connection, table: str, ids: list[int]) -> list[int]:
