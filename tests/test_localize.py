@@ -280,3 +280,38 @@ def test_filters_narrow_localize_in_the_library_and_the_cli(shop: Path) -> None:
     report.write_text(TRACEBACK_REPORT)
     narrowed = cli_json("localize", str(report), "--root", str(shop), "-g", "shop/app.py")
     assert [r["path"] for r in narrowed["results"]] == ["shop/app.py"]
+
+
+def test_the_title_and_the_file_names_the_report_spells_are_evidence(shop: Path) -> None:
+    report = (
+        "Pricing of negative amounts\n\n"
+        "Running the nightly job prints, among a few hundred lines of log:\n\n"
+        + "".join(f"    job {n}: order {n} done, cart {n} kept\n" for n in range(40))
+        + "\nand then the refunds are not priced. Pricing should allow them.\n"
+    )
+    assert parse_report(report).title == "Pricing of negative amounts"
+    env = Index.open(shop, embedder="none").localize(report, k=5)
+    first = env.results[0]
+    assert first["path"] == "shop/pricing.py"
+    channels = {e["channel"] for e in first["evidence"]}
+    assert {"title", "name"} <= channels
+    assert any(e["detail"] == "its name is words of the report" for e in first["evidence"])
+
+
+def test_code_under_docs_and_tests_ranks_after_the_code_even_when_the_report_speaks_of_tests(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "pkg"
+    write(root, {
+        "pkg/render.py": "def render_table(rows):\n    return '\\n'.join(' | '.join(r) for r in rows)\n",
+        "docs/examples/render_table_demo.py": "from pkg.render import render_table\nprint(render_table([['a']]))\n",
+        "docs/conf.py": "project = 'pkg'\n# render_table rows in the docs' tables\n",
+        "tests/test_render.py": "from pkg.render import render_table\n\ndef test_render_table_rows():\n    assert render_table([['a']]) == 'a'\n",
+    })  # fmt: skip
+    Index.open(root, embedder="none").index()
+    env = Index.open(root, embedder="none").localize(
+        "render_table drops empty rows\n\nMy test with pytest shows render_table rows are lost:\n"
+        "test_render_table_rows passes but render_table([[]]) gives ''.\n",
+        k=4,
+    )
+    assert [r["path"] for r in env.results][0] == "pkg/render.py"

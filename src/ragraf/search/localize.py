@@ -3,9 +3,11 @@
 Each part of the report goes through the channel that fits it (search/report.py reads the parts):
 traceback frames and named paths to the revision's paths, code names to the facts (the files that
 define them), messages and quoted strings to the lexical index as phrases (an error message's text
-often sits on the line that raises it), and the whole text to hybrid search. Each channel ranks
-files; the ranks are fused (weighted reciprocal rank) and the kinds a fix rarely lands in (docs,
-config, tests unless the report is about them) rank after code.
+often sits on the line that raises it), the whole text to hybrid search, its title (first line) to
+lexical search alone, its words to whole-file BM25 (a file's best chunks summed) and to the files
+whose own names they spell. Each channel ranks files, code apart from the rest; the ranks are fused
+(weighted reciprocal rank) and the kinds a fix rarely lands in (docs, config, tests, examples, code
+under a docs folder) rank after code.
 """
 
 from __future__ import annotations
@@ -17,17 +19,20 @@ from dataclasses import dataclass, field
 
 from ragraf.languages import is_example_path, is_vendored_path, kind_of
 from ragraf.search.engine import CANDIDATES, SearchOutcome, run_search
-from ragraf.search.rank import Candidate, asks_about_tests
+from ragraf.search.rank import Candidate, path_stems, segment_stems, stem
 from ragraf.search.report import Report
 from ragraf.store import ChunkHit, Store
-from ragraf.tokens import query_terms
+from ragraf.tokens import STOPWORDS, fts_match, query_terms, split_identifier
 
 # Weights of the channels in the fusion, and its rank constant: a file first in one channel beats a
 # file fifth in two (K small). The search of the whole text, the broadest evidence, and the trace's
 # frames, where the error was raised, weigh twice a single name's or message's (bench-issues,
 # lexical: file Acc@1/5 36.8/71.9 with the text at 1.0, 42.1/75.4 at 2.0; the frames the same at 1.6
 # or 2.0 there, but a trace in pages of pasted log must not lose to the log's words).
-WEIGHTS = {"traceback": 2.0, "path": 1.2, "definition": 1.0, "message": 0.9, "literal": 1.0, "text": 2.0}
+WEIGHTS = {
+    "traceback": 2.0, "path": 1.2, "definition": 1.0, "message": 0.9, "literal": 1.0, "text": 2.0,
+    "files": 1.0, "name": 1.0, "title": 2.0,
+}  # fmt: skip
 FUSE_K = 4.0
 # A name defined in more files than this says little about where the fix goes (`__init__`, `run`).
 MAX_DEFINING_FILES = 8
@@ -79,15 +84,18 @@ def localize(
     notes: list[str] = []
 
     def add(channel: str, ranked: list[tuple[str, dict[str, object], ChunkHit | None]]) -> None:
-        rank = 0
+        # Code is ranked apart from the files a fix rarely lands in alone (tests, docs, config,
+        # examples): a channel's first code file counts as first whatever docs it ranked above it.
+        rank = {True: 0, False: 0}
         for path, evidence, chunk in ranked:
             if keep is not None and not keep(path):
                 continue
             answer = answers.setdefault(path, FileAnswer(path))
             if channel not in answer.channels:
-                answer.channels[channel] = rank
-                answer.score += WEIGHTS[channel] / (FUSE_K + rank)
-                rank += 1
+                code = _is_code(path)
+                answer.channels[channel] = rank[code]
+                answer.score += WEIGHTS[channel] / (FUSE_K + rank[code])
+                rank[code] += 1
             if len(answer.evidence) < 6:
                 answer.evidence.append(evidence)
             if chunk is not None and len(answer.chunks) < CHUNKS_PER_FILE and chunk not in answer.chunks:
@@ -102,16 +110,20 @@ def localize(
     add("literal", _literal_channel(store, rev_no, report))
     text = _text_channel(store, rev_no, report, vector_hits)
     add("text", text)
+    add("title", _title_channel(store, rev_no, report))
+    add("files", _files_channel(store, rev_no, report))
+    add("name", _name_channel(paths, report))
     if not text and not report.names:
         notes.append("the report has no words to search for")
 
-    tests_asked = asks_about_tests(report.prose[:2000])
     for answer in answers.values():
         kind = kind_of(answer.path)
-        factor = KIND_FACTOR.get(kind, 1.0) if not (kind == "test" and tests_asked) else 1.0
+        # Tests rank after code even when the report speaks of tests (it does whenever it says
+        # how it ran them): a fix lands in code; the report that names a test file gets it at 0.8.
+        factor = KIND_FACTOR.get(kind, 1.0)
         if "path" in answer.channels or "traceback" in answer.channels:
             factor = max(factor, 0.8)  # the report itself names this file
-        if is_example_path(answer.path):
+        if is_example_path(answer.path) or (kind == "code" and _in_docs(answer.path)):
             factor *= EXAMPLE_FACTOR
         if is_vendored_path(answer.path) and "path" not in answer.channels:
             factor *= VENDORED_FACTOR
@@ -349,6 +361,126 @@ def _text_channel(
                       "detail": f"matches the report's text (lines {c.hit.start_line}-{c.hit.end_line})"}, c.hit)
         for c in outcome.hits
     ]  # fmt: skip
+
+
+FILE_POOL = 300  # chunks the whole-file channel reads: enough for a file's several matching chunks
+
+
+def _files_channel(store: Store, rev_no: int, report: Report) -> list:  # type: ignore[type-arg]
+    """Files whose chunks together match the report's words best (BM25 of each chunk, a file's best
+    three summed with falling weights): a file the report describes in several places outranks one
+    chunk that shares many of its words."""
+    terms = query_terms(report.search_text)
+    if not terms:
+        return []
+    per_file: dict[str, list[ChunkHit]] = {}
+    for hit in store.lexical_search(fts_match(terms), rev_no, FILE_POOL):
+        per_file.setdefault(hit.path, []).append(hit)
+    score = {
+        path: sum(
+            w * h.score for w, h in zip((1.0, 0.5, 0.25), sorted(hits, key=lambda h: -h.score), strict=False)
+        )
+        for path, hits in per_file.items()
+    }
+    ranked = sorted(score, key=lambda p: (-score[p], p))[:CANDIDATES]
+    return [
+        (p, {"channel": "files", "line": per_file[p][0].start_line,
+             "detail": f"{len(per_file[p])} of its chunks match the report's words"}, per_file[p][0])
+        for p in ranked
+    ]  # fmt: skip
+
+
+def _name_channel(paths: list[str], report: Report) -> list:  # type: ignore[type-arg]
+    """Code files whose own name the report's words spell (`skipping.py` for a report about skip
+    marks, `junitxml.py` for "junit xml"), a name of rarer words, mentioned more often, first."""
+    counts = _stem_counts(report.text)
+    if not counts:
+        return []
+    # A word weighs by how few paths hold it anywhere (a package's name is in all of its paths).
+    holding: dict[str, int] = {}
+    named: dict[str, frozenset[str]] = {}
+    for path in paths:
+        named[path] = _name_stems(path)
+        for w in path_stems(path):
+            holding[w] = holding.get(w, 0) + 1
+    score: dict[str, float] = {}
+    for path, words in named.items():
+        if not words or not _is_code(path) or not all(w in counts for w in words):
+            continue
+        if min(holding.get(w, 1) for w in words) > max(3, NAME_MAX_SHARE * len(paths)):
+            continue  # a word most paths hold (the package's own name) names no file in particular
+        if sum(counts[w] for w in words) < NAME_MIN_MENTIONS:
+            continue  # a name written once in passing is no evidence
+        score[path] = sum(
+            math.log(1 + len(paths) / holding.get(w, 1)) * math.log2(1 + counts[w]) for w in words
+        )
+    ranked = sorted(score, key=lambda p: (-score[p], p.count("/"), p))[:CANDIDATES]
+    return [(p, {"channel": "name", "line": None, "detail": "its name is words of the report"}, None)
+            for p in ranked]  # fmt: skip
+
+
+def _name_stems(path: str) -> frozenset[str]:
+    """The stems of a file's own name; a package's `__init__` is named by its folder."""
+    parts = path.rsplit(".", 1)[0].split("/")
+    name = parts[-1]
+    if name in ("__init__", "index", "mod", "lib", "main") and len(parts) > 1:
+        name = parts[-2]
+    return segment_stems(name.strip("_")) - _NAME_NOISE
+
+
+_NAME_NOISE = frozenset({"test", "tests", "", "py"})
+
+
+def _stem_counts(text: str) -> dict[str, int]:
+    """How often each stem is written in a text: its words split as identifiers, two adjacent words
+    also run together (`junit xml` names `junitxml`)."""
+    counts: dict[str, int] = {}
+    previous = ""
+    for word in _IDENT_WORD.findall(text[:MAX_TEXT_FOR_NAMES]):
+        parts = split_identifier(word) or [word.lower()]
+        for part in parts:
+            if len(part) < 3 or part in STOPWORDS:
+                previous = ""
+                continue
+            for s in {stem(part), stem(word.lower().replace("_", ""))}:
+                counts[s] = counts.get(s, 0) + 1
+            if previous:
+                joined = stem(previous + part)
+                counts[joined] = counts.get(joined, 0) + 1
+            previous = part
+    return counts
+
+
+_IDENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_TEXT_FOR_NAMES = 100_000
+NAME_MAX_SHARE = 0.02
+NAME_MIN_MENTIONS = 2
+
+
+def _title_channel(store: Store, rev_no: int, report: Report) -> list:  # type: ignore[type-arg]
+    """The report's first line, searched alone: a title says in a few words what the rest says at
+    length, so its words are not drowned by a traceback's or a log's."""
+    title = report.title
+    if not title or not query_terms(title):
+        return []
+    outcome = run_search(store, rev_no, title, CANDIDATES, mode="lexical")
+    return [
+        (c.hit.path, {"channel": "title", "line": c.hit.start_line,
+                      "detail": f"matches the report's title (lines {c.hit.start_line}-{c.hit.end_line})"}, c.hit)
+        for c in outcome.hits
+    ]  # fmt: skip
+
+
+def _is_code(path: str) -> bool:
+    return kind_of(path) == "code" and not is_example_path(path) and not _in_docs(path)
+
+
+_DOC_DIRS = frozenset({"doc", "docs", "documentation"})
+
+
+def _in_docs(path: str) -> bool:
+    """Under a documentation folder: code there is an example or the docs' own configuration."""
+    return any(part.lower() in _DOC_DIRS for part in path.split("/")[:-1])
 
 
 def _fill_chunks(store: Store, rev_no: int, answers: list[FileAnswer], report: Report) -> None:

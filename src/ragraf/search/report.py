@@ -78,6 +78,17 @@ class Report:
         return text if len(text) < 4000 else self.prose[:4000] or text[:4000]
 
     @property
+    def title(self) -> str:
+        """The report's first line of prose (its title, as an issue is filed), when it has a few words."""
+        for line in self.prose.split("\n"):
+            line = line.strip().lstrip("#").strip()
+            if len(line.split()) >= 2:
+                return line[:300]
+            if line:
+                return ""
+        return ""
+
+    @property
     def meaning_text(self) -> str:
         """What the embedder reads of the report: its prose (a traceback or code block says little
         about meaning, and costs a query's embedding three times as long)."""
