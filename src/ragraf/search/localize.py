@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -112,7 +113,7 @@ def localize(
     add("text", text)
     add("title", _title_channel(store, rev_no, report))
     add("files", _files_channel(store, rev_no, report))
-    add("name", _name_channel(paths, report))
+    add("name", _name_channel(store, rev_no, paths, report))
     if not text and not report.names:
         notes.append("the report has no words to search for")
 
@@ -390,40 +391,73 @@ def _files_channel(store: Store, rev_no: int, report: Report) -> list:  # type: 
     ]  # fmt: skip
 
 
-def _name_channel(paths: list[str], report: Report) -> list:  # type: ignore[type-arg]
+def _name_channel(store: Store, rev_no: int, paths: list[str], report: Report) -> list:  # type: ignore[type-arg]
     """Code files whose own name the report's words spell (`skipping.py` for a report about skip
     marks, `junitxml.py` for "junit xml"), a name of rarer words, mentioned more often, first."""
     counts = _stem_counts(report.text)
     if not counts:
         return []
-    # A word weighs by how few paths hold it anywhere (a package's name is in all of its paths).
-    holding: dict[str, int] = {}
-    named: dict[str, frozenset[str]] = {}
-    for path in paths:
-        named[path] = _name_stems(path)
-        for w in path_stems(path):
-            holding[w] = holding.get(w, 0) + 1
+    names = _names_of(store, rev_no, paths)
+    total = len(paths)
+    rare = max(3, NAME_MAX_SHARE * total)
     score: dict[str, float] = {}
-    for path, words in named.items():
-        if not words or not _is_code(path) or not all(w in counts for w in words):
+    # A file qualifies only by a word few paths hold (a package's name, in all its paths, names no
+    # file in particular): its candidates are the files named by such a word of the report.
+    for word in counts:
+        if names.holding.get(word, 0) > rare:
             continue
-        if min(holding.get(w, 1) for w in words) > max(3, NAME_MAX_SHARE * len(paths)):
-            continue  # a word most paths hold (the package's own name) names no file in particular
-        if sum(counts[w] for w in words) < NAME_MIN_MENTIONS:
-            continue  # a name written once in passing is no evidence
-        score[path] = sum(
-            math.log(1 + len(paths) / holding.get(w, 1)) * math.log2(1 + counts[w]) for w in words
-        )
+        for path in names.named_by.get(word, ()):
+            words = names.words[path]
+            if path in score or not all(w in counts for w in words):
+                continue
+            if sum(counts[w] for w in words) < NAME_MIN_MENTIONS:
+                continue  # a name written once in passing is no evidence
+            score[path] = sum(
+                math.log(1 + total / names.holding.get(w, 1)) * math.log2(1 + counts[w]) for w in words
+            )
     ranked = sorted(score, key=lambda p: (-score[p], p.count("/"), p))[:CANDIDATES]
     return [(p, {"channel": "name", "line": None, "detail": "its name is words of the report"}, None)
             for p in ranked]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The code files of a revision by the words of their own names, and how many paths hold each word."""
+
+    words: dict[str, frozenset[str]]  # code file -> the stems of its name
+    named_by: dict[str, list[str]]  # stem -> the code files whose names hold it
+    holding: dict[str, int]  # stem -> how many paths hold it anywhere (folders too)
+
+
+# A revision's paths never change: what was read of them is kept for the few revisions a lasting
+# process (the MCP or HTTP server) answers from.
+_NAMES: weakref.WeakKeyDictionary[Store, dict[int, _Names]] = weakref.WeakKeyDictionary()
+
+
+def _names_of(store: Store, rev_no: int, paths: list[str]) -> _Names:
+    per_store = _NAMES.setdefault(store, {})
+    if rev_no not in per_store:
+        words: dict[str, frozenset[str]] = {}
+        named_by: dict[str, list[str]] = {}
+        holding: dict[str, int] = {}
+        for path in paths:
+            for w in path_stems(path):
+                holding[w] = holding.get(w, 0) + 1
+            if _is_code(path) and (stems := _name_stems(path)):
+                words[path] = stems
+                for w in stems:
+                    named_by.setdefault(w, []).append(path)
+        while len(per_store) >= 4:
+            del per_store[next(iter(per_store))]
+        per_store[rev_no] = _Names(words, named_by, holding)
+    return per_store[rev_no]
 
 
 def _name_stems(path: str) -> frozenset[str]:
     """The stems of a file's own name; a package's `__init__` is named by its folder."""
     parts = path.rsplit(".", 1)[0].split("/")
     name = parts[-1]
-    if name in ("__init__", "index", "mod", "lib", "main") and len(parts) > 1:
+    if name in ("__init__", "index", "mod", "lib") and len(parts) > 1:
         name = parts[-2]
     return segment_stems(name.strip("_")) - _NAME_NOISE
 
