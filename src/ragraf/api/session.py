@@ -8,16 +8,18 @@ import functools
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ragraf.config import Settings, load_settings
-from ragraf.corpus.gitrepo import BaseRef
-from ragraf.embed import Embedder, make_embedder
+from ragraf.embed.factory import make_embedder
 from ragraf.errors import IndexMissingError, RagrafError, UsageError
 from ragraf.index.lock import WriterLock
-from ragraf.index.overlay import Seed, open_base
 from ragraf.store import Revision, Store, open_store
-from ragraf.store.sqlite import damage
+
+if TYPE_CHECKING:  # the embedder (numpy) and the overlay (the indexer) load only when a command uses them
+    from ragraf.corpus.gitrepo import BaseRef
+    from ragraf.embed.base import Embedder
+    from ragraf.index.overlay import Seed
 
 QUERY_TIMEOUT_S = 5.0
 
@@ -35,6 +37,8 @@ def names_damage(op: Op) -> Op:
         try:
             return op(self, *args, **kwargs)
         except sqlite3.DatabaseError as exc:
+            from ragraf.store.sqlite.connection import damage
+
             error = damage(exc, self.settings.db_path)
             if error is None:
                 raise
@@ -142,6 +146,8 @@ class Session:
 
     def _base_revision(self) -> Revision | None:
         if self._base_store is None:
+            from ragraf.index.overlay import open_base
+
             self._base_store = open_base(self.settings)
         return self._base_store.current_revision()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ragraf.config import Settings
-from ragraf.embed.static import static_tier
 from ragraf.errors import RagrafError
 from ragraf.search.tiers import Tier, tiered_hits
 from ragraf.store import ChunkHit, Revision, Store
@@ -66,6 +65,8 @@ def static_stand_in(
 def _static_query_tier(settings: Settings, rev: Revision, query: str, tiers: dict[str, float]) -> Tier | None:
     """The revision's static tier with the query's vector under it; None without one, or when its
     table is damaged (the transformer's vectors, or the lexical side, answer alone)."""
+    from ragraf.embed.static import static_tier  # numpy: only when the static tier answers
+
     static, embedder = static_model(rev), static_tier(settings)
     if not static or embedder is None or tiers.get("static", 0.0) <= 0:
         return None

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragraf.api.session import Session
-from ragraf.corpus import discover
-from ragraf.corpus.gitrepo import BaseRef, commits_between
 from ragraf.errors import IndexMissingError, LockHeldError, RagrafError
 from ragraf.freshness.guard import DriftSet, GuardResult
-from ragraf.index.indexer import IndexReport, laid_over
-from ragraf.index.overlay import base_ref, plan_seed
 from ragraf.store import Revision, view_label
+
+if TYPE_CHECKING:
+    from ragraf.corpus.gitrepo import BaseRef
 
 
 class WorkTreeViews(Session):
@@ -33,6 +32,8 @@ class WorkTreeViews(Session):
             base = self._base_revision()
             if base is None or not base.git_head:
                 raise IndexMissingError("the index has no revision yet", suggest="run `ragraf index`")
+            from ragraf.index.overlay import plan_seed  # the indexer loads only when a view is laid
+
             seed = self._seed = plan_seed(settings, base)  # the refresh below lays this one
             if len(seed.changed) > bound:
                 tree.update(refresh="declined", suggest="reindex", touched=len(seed.changed))
@@ -75,12 +76,14 @@ class WorkTreeViews(Session):
             notes.append(f"lazy refresh failed: {exc.message}; answering marked")
             tree["refresh"] = "failed"
         else:
-            assert isinstance(report, IndexReport)
+            assert not isinstance(report, dict)
             tree["refresh"] = "refreshed"
             tree["indexed"] = {"files_read": report.files_read, "chunks_new": report.chunks["new"]}
 
     def _touched_drift(self, base: Revision, changed: list[str]) -> DriftSet:
         """The drift of a work tree against the base, as git names it (nothing is read)."""
+        from ragraf.corpus.discover import discover
+
         manifest = self.store().manifest(base.rev_no)
         present = {
             st.path for st in discover(self.settings.root, self.settings.max_file_bytes, changed).files
@@ -92,6 +95,8 @@ class WorkTreeViews(Session):
 
     def _with_base(self, tree: dict[str, Any], rev: Revision, notes: list[str]) -> dict[str, Any]:
         """The base the answer stands on, and a warning when it is far behind the base branch."""
+        from ragraf.index.indexer import laid_over
+
         base = self._base_revision()
         if base is None:
             return tree
@@ -130,6 +135,9 @@ class WorkTreeViews(Session):
             and now - self._behind_cache[1] < 5
         ):
             return self._behind_cache[2]
+        from ragraf.corpus.gitrepo import commits_between
+        from ragraf.index.overlay import base_ref
+
         ref = base_ref(self.settings)
         found = (ref, commits_between(self.settings.root, commit, ref.commit)) if ref else None
         self._behind_cache = (commit, now, found)

@@ -36,7 +36,6 @@ from ragraf.facts.related import definition_at, related
 from ragraf.facts.repomap import RankedDef, RankedFile, fit_budget, rank_files
 from ragraf.freshness.guard import DriftSet
 from ragraf.freshness.live_read import confine, parse_spec
-from ragraf.index.indexer import laid_over
 
 MAX_ROOTS = 20  # definitions of one name followed at once
 MAX_RELATED = 50
@@ -239,6 +238,8 @@ class GraphOps(Guarded):
         old_graph = graph
         # In a git work tree the revision is a view: its changes laid over the base index are the
         # work tree's change too, and the old side of any change is the base.
+        from ragraf.index.indexer import laid_over
+
         base = self._base_revision() if laid_over(rev_info) else None
         if base is not None and base.rev_no != rev_info.rev_no:
             old_graph = CodeGraph(self.store(), base.rev_no)

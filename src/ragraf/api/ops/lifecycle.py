@@ -7,18 +7,18 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragraf.api.session import Session, names_damage
 from ragraf.api.tiers import static_model
-from ragraf.embed.static import static_tier
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError
-from ragraf.index.embedding import embed_revision
-from ragraf.index.indexer import IndexReport, dry_run, laid_over, run_index
 from ragraf.index.lock import WriterLock
-from ragraf.index.overlay import base_ref, base_revision, open_base, plan_seed, seed_view, update_base
 from ragraf.index.progress import Progress
 from ragraf.store import Revision, Store, open_store
 from ragraf.store.sqlite.integrity import check_pages, seal
+
+if TYPE_CHECKING:  # the indexer and the embedders load when an index run starts, not with every read
+    from ragraf.index.indexer import IndexReport
 
 
 class IndexRuns(Session):
@@ -40,6 +40,8 @@ class IndexRuns(Session):
         the work tree's view is laid over it."""
         progress = progress or Progress()
         if dry_run_only:
+            from ragraf.index.indexer import dry_run
+
             store = None
             with contextlib.suppress(IndexMissingError, IndexCorruptError):
                 store = open_store(self.settings)
@@ -98,6 +100,9 @@ class IndexRuns(Session):
         self, store: Store, full: bool, lexical_only: bool, progress: Progress, with_base: bool = False
     ) -> IndexReport:
         """Both phases under the writer lock: the lexical revision, then its embeddings."""
+        from ragraf.index.indexer import laid_over, run_index
+        from ragraf.index.overlay import base_revision, plan_seed, seed_view
+
         t0 = time.monotonic()
         model_id, dim, why = self._model()
         base = self._index_base(model_id, dim, why, full, lexical_only, progress) if with_base else None
@@ -126,6 +131,8 @@ class IndexRuns(Session):
         progress: Progress,
     ) -> dict[str, object] | None:
         """A work tree's base: the base branch's head, indexed and embedded; None without a base branch."""
+        from ragraf.index.overlay import base_ref, open_base, update_base
+
         if not self.settings.view or (ref := base_ref(self.settings)) is None:
             return None
         store = open_base(self.settings)
@@ -150,6 +157,8 @@ class IndexRuns(Session):
             report.embeddings = {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0}
             report.warnings.append(f"embeddings unavailable: {why}; the index answers lexically")
         elif embedder is not None and not lexical_only:
+            from ragraf.index.embedding import embed_revision
+
             rev = store.current_revision()
             assert rev is not None
             self._embed_static_tier(store, report, rev, progress)
@@ -163,6 +172,9 @@ class IndexRuns(Session):
     ) -> None:
         """The static tier before the transformer's: seconds for the whole revision, so every chunk
         has a vector when the run moves on to the slow tier."""
+        from ragraf.embed.static import static_tier
+        from ragraf.index.embedding import embed_revision
+
         tier = static_tier(self.settings)
         if tier is None:
             return

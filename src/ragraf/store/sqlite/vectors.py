@@ -6,9 +6,10 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where vectors are used: a lookup or lexical search never loads it
+    import numpy as np
 
 try:  # SIMD int8 dot products; without it every search scores all rows in float32, as numpy does
     import simsimd
@@ -145,6 +146,8 @@ class VectorsMixin:
 
     def _select(self, pool: VectorRows, rev_no: int) -> None:
         """Point the pool at a revision, reading the vectors of contents it has not kept yet."""
+        import numpy as np
+
         # A content is its (id, sha256, language, chunker): an id SQLite reuses after retention
         # names another content, whose rows are read afresh.
         contents = self.db.execute(
@@ -186,6 +189,8 @@ class VectorsMixin:
 
     def vector_search(self, rev_no: int, model: str, query: bytes, dim: int, limit: int) -> list[ChunkHit]:
         """Cosine similarity (vectors are unit length) over the chunks of one revision."""
+        import numpy as np
+
         view = self._vectors(rev_no, model, dim)
         selected = view.selected
         if not len(selected) or limit <= 0:
@@ -232,6 +237,8 @@ class VectorRows:
     """The unit vectors of one (model, dim) a store has read, by content, in one growing matrix."""
 
     def __init__(self, model: str, dim: int) -> None:
+        import numpy as np
+
         self.model = model
         self.dim = dim
         self.ids = np.empty(0, dtype=np.int64)
@@ -250,6 +257,8 @@ class VectorRows:
 
     def append(self, items: list[tuple[int, bytes]]) -> np.ndarray:
         """Add (chunk id, vector) rows; returns their row numbers."""
+        import numpy as np
+
         need = self.n + len(items)
         if need > len(self.ids):
             size = max(need, len(self.ids) * 3 // 2, 1024)
@@ -273,6 +282,8 @@ class VectorRows:
 
     def compact(self, keep: list[tuple[int, str, str, str]], selected: np.ndarray) -> np.ndarray:
         """Keep only the rows of `keep` (and `selected`, the current revision's); returns selected renumbered."""
+        import numpy as np
+
         order = np.unique(np.concatenate([selected, *(self.rows[key] for key in keep)]))
         renumber = np.full(self.n, -1, dtype=np.int64)
         renumber[order] = np.arange(len(order), dtype=np.int64)
@@ -287,6 +298,8 @@ class VectorRows:
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes of float32 rows, each scaled by its own largest component, and those scales."""
+    import numpy as np
+
     scales = np.abs(vectors).max(axis=1) / 127.0
     scales[scales == 0] = 1.0
     codes = np.rint(vectors / scales[:, None]).astype(np.int8)
