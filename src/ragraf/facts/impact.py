@@ -18,7 +18,6 @@ from pathlib import Path
 
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.errors import RagrafError, UsageError
-from ragraf.facts.extract import extract_facts
 from ragraf.languages import is_test_path, language_of
 
 from .graph import CodeGraph, Node, Traversal, traverse
@@ -199,6 +198,8 @@ def touched_definitions(graph: CodeGraph, f: FileChange, new_text: str | None, l
         at = dict(f.added)
         new_text = "\n".join(at.get(n, "") for n in range(1, max(at) + 1))
     if new_text is not None and f.new_path:
+        from ragraf.facts.extract import extract_facts  # tree-sitter: only when a change is parsed
+
         facts = extract_facts(new_text, language_of(f.new_path))
         new_defs = [d for d in facts.definitions if d.kind != "heading"]
     old_by_name = {(d.container, d.name): d for d in old_defs}

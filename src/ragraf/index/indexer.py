@@ -19,11 +19,8 @@ from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
 from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, Relisting, dir_stamps, relist
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
-from ragraf.embed.static import static_tier_id
 from ragraf.freshness import snapshot
-from ragraf.index.embedding import embed_text
 from ragraf.index.progress import Progress
-from ragraf.index.workers import FAILED, prepare, prepare_all
 from ragraf.languages import language_of
 from ragraf.store import (
     ChunkHit,
@@ -133,7 +130,11 @@ def current_version(current: Revision | None, settings: Settings, model_id: str,
     revision's dimension for the same model rather than forcing a rebuild now and another later."""
     if dim is None and current is not None and current.index_version.startswith(f"{model_id}|dim="):
         return current.index_version
-    static = static_tier_id(settings) if model_id != "none" else ""
+    static = ""
+    if model_id != "none":
+        from ragraf.embed.static import static_tier_id  # numpy: only with an embedder
+
+        static = static_tier_id(settings)
     return index_version(settings, model_id, dim or 0, static)
 
 
@@ -203,6 +204,8 @@ def store_contents(
     (another path, an older revision, a killed run) is reused as is. A file the parser gave up on
     adds to `warnings`. A content whose file changed (or vanished) since it was hashed is read from
     another path that holds it; with none left it has no id: see `unsettled`."""
+    from ragraf.index.workers import FAILED, prepare_all  # chunking and tree-sitter: only with work to do
+
     ids = store.content_ids(list(need))
     missing = [key for key in need if key not in ids]
     new_chunks = 0
@@ -551,6 +554,9 @@ def dry_run(
 ) -> dict[str, object]:
     """What `ragraf index` would index, by folder, with sizes and chunk counts, and what embedding it
     would cost (calls and tokens, cached texts excluded); writes nothing."""
+    from ragraf.index.embedding import embed_text
+    from ragraf.index.workers import prepare
+
     progress = progress or Progress()
     found = discover(settings.root, settings.max_file_bytes)
     cache = store.stat_cache() if store else {}
