@@ -75,3 +75,10 @@ def test_large_output_is_read_whole(tmp_path: Path) -> None:
         tmp_path,
     )
     assert out.stdout == b"y" * 3_000_000 and out.stderr == b"e"
+
+
+def test_input_is_written_to_a_child_that_reads_it_slowly(tmp_path: Path) -> None:
+    data = b"".join(b"path/%d\0" % i for i in range(200_000))  # more than a pipe holds
+    slow = "import sys, time\nn = 0\nwhile chunk := sys.stdin.buffer.read(65536):\n    n += len(chunk)\n    time.sleep(0.01)\nprint(n)"
+    out = run_watched([sys.executable, "-c", slow], tmp_path, input=data, stall_s=5)
+    assert out.returncode == 0 and int(out.stdout) == len(data)

@@ -411,15 +411,15 @@ def relist(
     """The changed folders listed again, each on its own (a new folder with what is below it),
     against the last listing (`known` files and `folders`, both sorted); the names they hold that
     the listing does not know go through the ignore files and the rules. None when a full
-    discovery must decide: a new ignore file, a folder not readable, more than `limit` entries,
-    or an ignore file git would block on."""
+    discovery must decide: a new ignore file, a folder not readable, more than `limit` names new
+    to the listing (or entries in new folders), or an ignore file git would block on. Listing a
+    changed folder, however large, costs less than listing them all."""
     base = str(root)
     ragrafignore = read_ignore_file(root / ".ragrafignore")
     stamps: dict[str, int] = {}
     gone: list[str] = []
     names: list[str] = []
     new_folders: list[str] = []
-    seen = 0
     for rel in changed:
         folder = f"{base}/{rel}" if rel else base
         try:
@@ -437,7 +437,6 @@ def relist(
                 entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in it]
         except OSError:
             return None
-        seen += len(entries)
         for name, is_dir in entries:
             if name == ".git":
                 if rel:
@@ -449,13 +448,13 @@ def relist(
                     names.append(sub)
             elif not _holds(folders, sub) and not _left_out_folder(sub, ragrafignore):
                 new_folders.append(sub)
-        if seen > limit:
-            return None
+    if len(names) > limit:
+        return None
     ignored = _ignored(root, new_folders, folder=True)
     if ignored is None:
         return None
     new_folders = [f for f in new_folders if f not in ignored]
-    if new_folders and not _stamp_tree(base, new_folders, ragrafignore, stamps, names, limit - seen):
+    if new_folders and not _stamp_tree(base, new_folders, ragrafignore, stamps, names, limit - len(names)):
         return None
     if any(n.rsplit("/", 1)[-1] in (".gitignore", ".ragrafignore") for n in names):
         return None  # the rules that pick files may have changed
@@ -481,13 +480,10 @@ def _ignored(root: Path, paths: list[str], folder: bool = False) -> set[str] | N
         return None
     asked = [".", *(f"{p}/" if folder else p for p in paths)]
     try:
-        out = subprocess.run(
+        out = run_watched(
             ["git", "-c", "core.quotepath=off", "check-ignore", "-z", "--stdin"],
-            cwd=root,
+            root,
             input="\0".join(asked).encode("utf-8", errors="surrogateescape") + b"\0",
-            capture_output=True,
-            timeout=60 + len(paths) / 1000,
-            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

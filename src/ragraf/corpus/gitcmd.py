@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import selectors
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 DEFAULT_STALL_S = 60.0
 
@@ -38,19 +40,33 @@ def _work_done(pid: int) -> tuple[int, ...] | None:
     return ticks + io
 
 
+def _write_all(stdin: IO[bytes], data: bytes) -> None:
+    try:
+        stdin.write(data)
+        stdin.close()
+    except OSError:  # the child stopped reading (it exited, or was stopped)
+        pass
+
+
 def run_watched(
     cmd: list[str],
     cwd: Path | str,
     env: dict[str, str] | None = None,
     stall_s: float | None = None,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run cmd to completion with its stdout and stderr captured, however long it works; raises
-    subprocess.TimeoutExpired once it has made no progress for stall_s (default stall_limit())."""
+    """Run cmd to completion with its stdout and stderr captured (and input on its stdin), however
+    long it works; raises subprocess.TimeoutExpired once it has made no progress for stall_s
+    (default stall_limit())."""
     stall = stall_s if stall_s is not None else stall_limit()
+    stdin = subprocess.DEVNULL if input is None else subprocess.PIPE
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        cmd, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert proc.stdout is not None and proc.stderr is not None
+    if input is not None:
+        assert proc.stdin is not None
+        threading.Thread(target=_write_all, args=(proc.stdin, input), daemon=True).start()
     chunks: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
     tick = min(1.0, stall / 4)
     with selectors.DefaultSelector() as sel:
