@@ -27,6 +27,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -188,10 +189,10 @@ class Script:
 class Reader:
     """One Index kept open, as a server's reader; it never refreshes a work tree's view itself."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, home: str, embedder: str) -> None:
         from ragraf import Index
 
-        self.idx = Index.open(root, lazy_refresh_max_files=0)
+        self.idx = Index.open(root, home=home, embedder=embedder, lazy_refresh_max_files=0)
         self.reads = 0
 
     def holds(self, expect: dict[str, str | None]) -> bool:
@@ -260,7 +261,6 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
     script = Script(root, args.seed, args.checkout_files)
     script.prepare_branches()
     env = base_env(work / "home", work / "cache", args.embedder, RAGRAF_LAZY_REFRESH_MAX_FILES="0")
-    os.environ.update({k: v for k, v in env.items() if k.startswith("RAGRAF_")})  # the reader's too
 
     status_cpu = []
     for _ in range(20):  # the floor: asking git what changed
@@ -275,7 +275,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"watch never caught up: {watch.notes[-5:]}")
     cold_s = time.monotonic() - t0
     cold_cpu = _process_cpu(watch.proc.pid)
-    reader = Reader(root)
+    reader = Reader(root, env["RAGRAF_HOME"], args.embedder)
     reader_cpu0 = _self_cpu()
     runs_after_cold = len(watch.runs)
     latencies: dict[str, list[float]] = {}
@@ -298,6 +298,8 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
     watch_cpu = _process_cpu(watch.proc.pid) - cold_cpu  # the edits' runs, not the cold index
     code = watch.stop()
     total_cpu = _children_cpu() - before_watch - script.git_cpu
+    reader.idx.close()
+    shutil.rmtree(work, ignore_errors=True)
 
     every = sorted(t for ts in latencies.values() for t in ts)
     edits = args.edits
@@ -348,7 +350,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000, help="generated files besides the branch's")
     parser.add_argument("--edits", type=int, default=1000)
@@ -360,7 +362,11 @@ def main() -> None:
     parser.add_argument("--embedder", default="none")
     parser.add_argument("--seed", type=int, default=28)
     parser.add_argument("--name", default="live")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     result = campaign(args)
     path = save_result(args.name, result)
     print(json.dumps({k: result[k] for k in ("latency_s", "lost_changes", "runs", "cpu_s")}, indent=1))
