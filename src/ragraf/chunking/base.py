@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,9 @@ class LineSizes:
     """Prefix sums of non-blank characters per line, so any span's size is O(1)."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.prefix = [0]
-        for line in lines:
-            self.prefix.append(self.prefix[-1] + len(line.strip()) + 1)
+        # Sizes summed in C, then one per line added for its newline.
+        sizes = accumulate(map(len, map(str.strip, lines)), initial=0)
+        self.prefix = [total + i for i, total in enumerate(sizes)]
 
     def size(self, start: int, end: int) -> int:
         """Size of 0-based inclusive lines start..end."""

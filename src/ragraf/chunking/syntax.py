@@ -25,7 +25,8 @@ def _parser(language: str) -> Any:
 # tree-sitter-python's scanner looks past every comment line for the next line's indent, which
 # makes a run of comment lines quadratic (20,000 took 10 s). Such a run is parsed as blank lines
 # of the same length: bytes, lines and columns stay true, and no fact or chunk comes from comments.
-_COMMENT_RUN = re.compile(rb"(?:^[ \t]*#[^\n]*\n){100,}", re.MULTILINE)
+_COMMENT_RUN_LINES = 100
+_COMMENT_RUN = re.compile(rb"(?:^[ \t]*#[^\n]*\n){%d,}" % _COMMENT_RUN_LINES, re.MULTILINE)
 # Comments and strings of Python, to tell a comment line from a line inside a string that starts
 # with "#": each character is taken by one branch only, so the scan is linear.
 _PY_COMMENT_OR_STRING = re.compile(
@@ -56,7 +57,7 @@ def _blank_comment_runs(data: bytes) -> bytes:
 def parse(text: str, language: str) -> Any | None:
     """A tree-sitter tree for the text, or None when the grammar is unavailable."""
     data = text.encode("utf-8", errors="surrogatepass")
-    if language == "python" and b"#" in data:
+    if language == "python" and data.count(b"#") >= _COMMENT_RUN_LINES:  # fewer: no run to find
         data = _blank_comment_runs(data)
     try:
         return _parser(language).parse(data)
@@ -77,8 +78,16 @@ def _split(node: Any, sizes: LineSizes, max_chars: int, min_chars: int) -> list[
     if node.child_count == 0:
         return windows(start, end, sizes, max_chars)
     pieces: list[tuple[int, int]] = []
+    prefix = sizes.prefix
     for child in node.children:
-        pieces.extend(_split(child, sizes, max_chars, min_chars))
+        # Most children fit: their span is taken here, without a call (a file has thousands).
+        first = child.start_point[0]
+        row, column = child.end_point
+        last = row - 1 if column == 0 and row > first else row
+        if prefix[last + 1] - prefix[first] <= max_chars:
+            pieces.append((first, last))
+        else:
+            pieces.extend(_split(child, sizes, max_chars, min_chars))
     # Siblings merge only with siblings, so a function's header stays with its body.
     return merge_spans(_contiguous(pieces, start, end), sizes, max_chars, min_chars)
 

@@ -469,8 +469,20 @@ def _name_line(node: Node, name: str, first: int) -> int:
     """The line of an import statement spread over several (`from x import (\n    a,\n)`) that
     holds the imported name, so a cited line shows it; the first line when it is not found."""
     text = node.text or b""
-    match = re.search(rb"(?<![\w$])" + re.escape(name.encode("utf-8", "surrogatepass")) + rb"(?![\w$])", text)
-    return first + text.count(b"\n", 0, match.start()) if match else first
+    word = name.encode("utf-8", "surrogatepass")
+    # A find loop, not a regex: a pattern per imported name was compiled anew, past re's cache.
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if not _word_byte(text[at - 1 : at]) and not _word_byte(text[end : end + 1]):
+            return first + text.count(b"\n", 0, at)
+        at = text.find(word, at + 1)
+    return first
+
+
+def _word_byte(byte: bytes) -> bool:
+    """Whether a byte (b"" at either end) continues an identifier: ASCII letters, digits, _ and $."""
+    return byte.isalnum() or byte in (b"_", b"$")
 
 
 def _imported(node: Node, hook: ImportHook) -> list[tuple[str, str | None]]:
