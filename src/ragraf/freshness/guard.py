@@ -14,7 +14,7 @@ from ragraf.corpus import Unindexable, discover, extract
 from ragraf.corpus.discover import RACY_NS, dir_stamps
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.errors import StoreError
-from ragraf.freshness import snapshot, watch
+from ragraf.freshness import snapshot
 from ragraf.freshness.snapshot import IGNORE_FILES, moved_files, stat_view
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
 
@@ -123,6 +123,8 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
     the kernel reports nothing under the root (watch.py)."""
     if not settings.watch:
         return moved_files(settings.root, store.guard_snapshot())
+    from ragraf.freshness import watch  # inotify through ctypes: only a long-running server watches
+
     digest_of = getattr(store, "guard_snapshot_digest", None)
     digest = digest_of() if digest_of is not None else None
     blob = None if digest is not None else store.guard_snapshot()
