@@ -82,6 +82,54 @@ def test_identical_content_at_two_paths_is_stored_once(sample: Path) -> None:
     assert {"src/app/server.py", "copy/server.py"} <= paths
 
 
+def test_a_first_index_stores_what_a_later_run_would_for_the_same_files(sample: Path, tmp_path: Path) -> None:
+    """A first index reads, hashes and chunks each file in one pass; a later run hashes first and
+    chunks what is new. Both hold the same chunks and facts, and count the chunks as new."""
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "README.txt").write_text("placeholder\n")
+    second = Index.open(later)
+    second.index()
+    for path in sample.rglob("*"):
+        if path.is_file() and ".ragraf" not in path.parts:
+            write(later, {path.relative_to(sample).as_posix(): path.read_bytes()})
+    (later / "README.txt").unlink()
+    first, after = Index.open(sample), second
+    reports = first.index(), after.index()
+    assert reports[0].chunks["new"] == reports[1].chunks["new"] > 0
+    assert reports[0].files["added"] == reports[1].files["added"] == 5
+
+    def held(idx: Index) -> tuple[object, ...]:
+        store = idx.store()
+        rev = store.current_revision()
+        assert rev is not None
+        paths = sorted(store.manifest(rev.rev_no))
+        chunks = [
+            (c.path, c.start_line, c.end_line, c.symbol, c.text)
+            for p in paths
+            for c in store.chunks_of(rev.rev_no, p)
+        ]
+        db = sqlite3.connect(idx.settings.db_path)
+        facts = sorted(
+            db.execute(
+                "SELECT m.path, f.kind, f.name, f.def_kind, f.container, f.line, f.end_line, f.body_hash "
+                "FROM facts f JOIN manifest m ON m.content_id = f.content_id WHERE m.rev_no = ?",
+                (rev.rev_no,),
+            )
+        )
+        refs = sorted(
+            db.execute(
+                "SELECT m.path, r.name, r.sites FROM ref_sites r JOIN manifest m ON m.content_id = r.content_id "
+                "WHERE m.rev_no = ?",
+                (rev.rev_no,),
+            )
+        )
+        return paths, chunks, facts, refs
+
+    assert held(first) == held(after)
+    assert held(first)[2], "the sample defines functions and classes"
+
+
 def test_index_version_mismatch_forces_a_full_rebuild_and_says_so(sample: Path) -> None:
     Index.open(sample).index()
     report = Index.open(sample, chunk_max_chars=900).index()

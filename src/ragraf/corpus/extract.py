@@ -85,7 +85,7 @@ def extract(path: Path, rel: str, max_line_chars: int) -> Extracted:
     if opens_with_private_key(text):
         raise Unindexable(SECRET_BY_CONTENT)
     if max_line_chars and len(text) > max_line_chars:
-        longest = max((len(line) for line in text.split("\n")), default=0)
+        longest = max(map(len, text.split("\n")))  # map: no Python step per line
         if longest > max_line_chars:
             raise Unindexable(f"minified or generated (a line of {longest} characters)")
     if rel.lower().endswith((".md", ".markdown", ".mdx")):

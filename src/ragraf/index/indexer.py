@@ -159,13 +159,19 @@ def hash_files(
     settings: Settings,
     trust_cache: bool,
     progress: Progress,
+    taken: dict[str, str] | None = None,
 ) -> tuple[list[HashedFile], list[tuple[FileStat, str]]]:
-    """sha256 of every file, reading only those whose stat moved; also the unindexable ones and why."""
+    """sha256 of every file, reading only those whose stat moved and are not `taken` (read and
+    hashed already: path -> sha256); also the unindexable ones and why."""
     hashed: list[HashedFile] = []
     skipped: list[tuple[FileStat, str]] = []
-    progress.start("hashing files", len(files))
+    taken = taken or {}
+    progress.start("hashing files", len(files) - len(taken))
     for st in files:
         cached = cache.get(st.path)
+        if st.path in taken:
+            hashed.append(HashedFile(st, taken[st.path], True))
+            continue
         if trust_cache and stat_matches(cached, st):
             assert cached is not None
             if cached.sha256 == SKIPPED:
@@ -192,6 +198,56 @@ def hash_files(
     return hashed, skipped
 
 
+def read_new(
+    files: list[FileStat],
+    cache: dict[str, StatEntry],
+    settings: Settings,
+    store: Store,
+    progress: Progress,
+    warnings: list[str],
+) -> tuple[dict[str, str], int]:
+    """A first index's read of the files the cache does not vouch for, once each, in the workers:
+    hashed, chunked and their facts extracted from that one read, and stored (orphans until the
+    revision names them). The sha256 of each file taken and the chunks stored; a file not taken
+    (unindexable, unreadable, vanished) is left to hash_files, which says why."""
+    from ragraf.index.workers import prepare_all
+
+    chunker = settings.chunk_params()
+    jobs = [
+        (("", language_of(st.path), chunker), st.path)
+        for st in files
+        if st.size <= settings.max_file_bytes and not stat_matches(cache.get(st.path), st)
+    ]
+    taken: dict[str, str] = {}
+    new_chunks = 0
+    batch: list[ContentBundle] = []
+    progress.start("reading and chunking files", len(jobs))
+    for (_key, path), bundle in zip(jobs, prepare_all(jobs, settings), strict=True):
+        progress.advance()
+        if bundle is None:
+            continue
+        _warn_failed(bundle, path, settings, warnings)
+        taken[path] = bundle.key[0]
+        new_chunks += len(bundle.chunks)
+        batch.append(bundle)
+        if len(batch) >= _BATCH_FILES:
+            store.add_contents(batch)
+            batch = []
+    store.add_contents(batch)
+    progress.done()
+    return taken, new_chunks
+
+
+def _warn_failed(bundle: ContentBundle, path: str, settings: Settings, warnings: list[str]) -> None:
+    from ragraf.index.workers import FAILED
+
+    if bundle.facts_status == FAILED:
+        warnings.append(
+            f"{path}: parsing took longer than {settings.parse_timeout_s:g} s (or crashed the parser); "
+            "indexed by lines, without facts"
+        )
+
+
 def store_contents(
     store: Store,
     settings: Settings,
@@ -204,7 +260,7 @@ def store_contents(
     (another path, an older revision, a killed run) is reused as is. A file the parser gave up on
     adds to `warnings`. A content whose file changed (or vanished) since it was hashed is read from
     another path that holds it; with none left it has no id: see `unsettled`."""
-    from ragraf.index.workers import FAILED, prepare_all  # chunking and tree-sitter: only with work to do
+    from ragraf.index.workers import prepare_all  # chunking and tree-sitter: only with work to do
 
     ids = store.content_ids(list(need))
     missing = [key for key in need if key not in ids]
@@ -221,11 +277,7 @@ def store_contents(
             if bundle is None:
                 failed.append(key)
                 continue
-            if bundle.facts_status == FAILED:
-                warnings.append(
-                    f"{path}: parsing took longer than {settings.parse_timeout_s:g} s (or crashed the parser); "
-                    "indexed by lines, without facts"
-                )
+            _warn_failed(bundle, path, settings, warnings)
             new_chunks += len(bundle.chunks)
             batch.append(bundle)
             if len(batch) >= _BATCH_FILES:
@@ -436,7 +488,15 @@ def run_index(
         found = discover(root, settings.max_file_bytes, paths)
     stored = store.stat_cache()
     cache = {**stored, **seed} if seed else stored
-    hashed, unindexable = hash_files(root, found.files, cache, settings, not full, progress)
+    warnings: list[str] = list(found.warnings)
+    # A first index reads, hashes and chunks each file at once; later runs hash first, to chunk
+    # only contents the index lacks.
+    taken, read_chunks = (
+        read_new(found.files, {} if full else cache, settings, store, progress, warnings)
+        if current is None
+        else ({}, 0)
+    )
+    hashed, unindexable = hash_files(root, found.files, cache, settings, not full, progress, taken)
     chunker = settings.chunk_params()
 
     manifest: list[ManifestEntry] = []
@@ -461,8 +521,8 @@ def run_index(
     seen_paths = {hf.stat.path for hf in hashed}
     counts["deleted"] = sum(1 for p in old_manifest if p not in seen_paths)
 
-    warnings: list[str] = list(found.warnings)
     ids, new_chunks = store_contents(store, settings, need, progress, warnings)
+    new_chunks += read_chunks
 
     # Only the files above: an unchanged file whose content a new file shares is in the manifest already.
     keyed = [((hf.sha256, language_of(hf.stat.path), chunker), hf) for hf in fresh]

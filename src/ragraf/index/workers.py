@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from itertools import repeat
+from itertools import accumulate, repeat
 from pathlib import Path
 
 from ragraf.chunking import SymbolSpan, chunk_text, parse
@@ -39,11 +39,13 @@ def _facts(
     facts = extract_facts(text, language, tree=tree)  # type: ignore[arg-type]
     if not facts.supported:
         return [], [], "unsupported", None
-    lines = text.split("\n")
+    # Where each line starts (one past the end last), so a definition's body is one slice of the text.
+    starts = [total + i for i, total in enumerate(accumulate(map(len, text.split("\n")), initial=0))]
+    last = len(starts) - 1
     rows: list[FactRecord] = []
     symbols: list[SymbolSpan] = []
     for d in facts.definitions:
-        body = "\n".join(lines[d.start_line - 1 : d.end_line])
+        body = text[starts[min(d.start_line - 1, last)] : starts[min(d.end_line, last)] - 1]
         digest = hashlib.sha1(body.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
         rows.append(
             FactRecord(
@@ -91,13 +93,16 @@ def analyse(
 
 def prepare(job: tuple[ContentKey, str, Settings], parsed: bool = True) -> ContentBundle | None:
     """Read, verify, chunk and extract facts of one file; None when it changed or vanished since
-    hashing. Not `parsed`: chunked by lines, without facts (status "failed")."""
+    hashing. Not `parsed`: chunked by lines, without facts (status "failed"). A key without a
+    sha256 is hashed here, from the same read (a first index reads each file once)."""
     key, path, settings = job
     try:
         ex = extract(Path(settings.root) / path, path, settings.max_line_chars)
     except (Unindexable, OSError):
         return None
-    if ex.sha256 != key[0]:
+    if not key[0]:
+        key = (ex.sha256, key[1], key[2])
+    elif ex.sha256 != key[0]:
         return None  # changed again since hashing: the next run picks it up
     if not parsed:
         chunks, _, _, _ = analyse(ex.text, "text", settings)  # as plain text: lines, no parse

@@ -43,62 +43,59 @@ class ContentsMixin:
         """Store chunks and facts of new contents in one transaction (orphans until a revision names them)."""
         ids: dict[ContentKey, int] = {}
         with self.transaction() as db:
+            held = self.content_ids([item.key for item in items])  # stored before, by another path or run
+            # Ids are given here, as SQLite would (the highest plus one), so that each table takes
+            # one statement per batch rather than several per file.
+            content_id = db.execute("SELECT coalesce(max(id), 0) FROM contents").fetchone()[0]
+            chunk_id = db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+            contents, chunks, pending, facts, refs = [], [], [], [], []
             for item in items:
                 key = item.key
-                row = db.execute(
-                    "SELECT id FROM contents WHERE sha256 = ? AND language = ? AND chunker = ?", key
-                ).fetchone()
-                if row:
-                    ids[key] = row[0]
+                if key in held or key in ids:
+                    ids[key] = held.get(key) or ids[key]
                     continue
-                cur = db.execute(
-                    "INSERT INTO contents (sha256, language, chunker, n_chunks, facts_status) VALUES (?, ?, ?, ?, ?)",
-                    (*key, len(item.chunks), item.facts_status),
-                )
-                content_id = int(cur.lastrowid or 0)
+                content_id += 1
                 ids[key] = content_id
-                db.executemany(
-                    "INSERT INTO chunks (content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        (content_id, c.ord, c.start_line, c.end_line, c.symbol, pack_text(c.text))
-                        for c in item.chunks
-                    ],
-                )
-                chunk_ids = db.execute(
-                    "SELECT id FROM chunks WHERE content_id = ? ORDER BY ord", (content_id,)
-                ).fetchall()
-                db.executemany(
-                    "INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)",
-                    [
-                        (row[0], c.index_text, c.symbol or "")
-                        for row, c in zip(chunk_ids, item.chunks, strict=True)
-                    ],
-                )
-                db.executemany(
-                    "INSERT INTO facts (content_id, kind, name, name_lower, def_kind, container, line, start_line, "
-                    "end_line, signature, is_call, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            content_id,
-                            f.kind,
-                            f.name,
-                            f.name.lower(),
-                            f.def_kind,
-                            f.container,
-                            f.line,
-                            f.start_line,
-                            f.end_line,
-                            f.signature,
-                            int(f.is_call),
-                            f.body_hash,
-                        )
-                        for f in item.facts
-                    ],
-                )
-                db.executemany(
-                    "INSERT INTO ref_sites (content_id, name, sites) VALUES (?, ?, ?)",
-                    [(content_id, r.name, r.sites) for r in item.refs],
-                )
+                contents.append((content_id, *key, len(item.chunks), item.facts_status))
+                for c in item.chunks:
+                    chunk_id += 1
+                    chunks.append(
+                        (chunk_id, content_id, c.ord, c.start_line, c.end_line, c.symbol, pack_text(c.text))
+                    )
+                    pending.append((chunk_id, c.index_text, c.symbol or ""))
+                facts += [
+                    (
+                        content_id,
+                        f.kind,
+                        f.name,
+                        f.name.lower(),
+                        f.def_kind,
+                        f.container,
+                        f.line,
+                        f.start_line,
+                        f.end_line,
+                        f.signature,
+                        int(f.is_call),
+                        f.body_hash,
+                    )
+                    for f in item.facts
+                ]
+                refs += [(content_id, r.name, r.sites) for r in item.refs]
+            db.executemany(
+                "INSERT INTO contents (id, sha256, language, chunker, n_chunks, facts_status) VALUES (?, ?, ?, ?, ?, ?)",
+                contents,
+            )
+            db.executemany(
+                "INSERT INTO chunks (id, content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                chunks,
+            )
+            db.executemany("INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)", pending)
+            db.executemany(
+                "INSERT INTO facts (content_id, kind, name, name_lower, def_kind, container, line, start_line, "
+                "end_line, signature, is_call, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                facts,
+            )
+            db.executemany("INSERT INTO ref_sites (content_id, name, sites) VALUES (?, ?, ?)", refs)
         return ids
 
     def count_chunks(self, rev_no: int) -> int:
