@@ -229,3 +229,14 @@ def test_a_plain_folder_applies_its_gitignore_to_new_files(
     report = idx.index()
     assert report.files["added"] == 1 and work.full_listings == 0
     assert report.corpus_hash == fresh_hash(root, tmp_path)
+
+
+def test_a_large_changed_folder_is_listed_again_on_its_own(repo: Path) -> None:
+    """The bound is on names new to the listing, not on the entries of the folders listed."""
+    known = sorted(p for p in corpus() if "/" in p or p == "README.md")
+    folders = ["", *sorted({p.split("/")[0] for p in known if "/" in p})]
+    (repo / "pkg09/extra.py").write_text("y = 2\n")
+    relisted = discover_module.relist(repo, 1 << 20, known, folders, ["pkg09"], limit=3)
+    assert relisted is not None and [f.path for f in relisted.added.files] == ["pkg09/extra.py"]
+    write(repo, {f"pkg09/more{i}.py": "z = 3\n" for i in range(4)})
+    assert discover_module.relist(repo, 1 << 20, known, folders, ["pkg09"], limit=3) is None
