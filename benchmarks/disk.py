@@ -4,7 +4,7 @@ Copies the speed corpus (or --corpus) into a temporary git repository with one c
 lexical `ragraf index` (the default path: a base index of the commit and a view of the work tree),
 then reports `du -sb` of the index home (everything ragraf keeps: the SQLite file, its WAL, any
 checkout of its own) against `du -sb` of the corpus without .git, and the SQLite file's bytes per
-table (dbstat).
+table (dbstat), and the CPU-seconds the cold index took.
 
     python benchmarks/disk.py                      # needs python benchmarks/corpora.py speed
     python benchmarks/disk.py --corpus benchmarks/data/speed/pygments-2.19.2 --json
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -31,6 +32,11 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com", "GIT_COM
 def du(path: Path, exclude: str = "") -> int:
     args = ["du", "-sb", *([f"--exclude={exclude}"] if exclude else []), str(path)]
     return int(subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()[0])
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def by_table(db: Path) -> dict[str, int]:
@@ -63,12 +69,14 @@ def run(corpus: Path, keep: bool) -> dict[str, Any]:
             )
         env = {**os.environ, "RAGRAF_EMBEDDER": "none"}
         env.pop("RAGRAF_HOME", None)
+        cpu0 = _children_cpu()
         out = subprocess.run(
             [sys.executable, "-m", "ragraf.cli", "index", "--json"], cwd=repo, capture_output=True, text=True,
             env=env, check=False,
         )  # fmt: skip
         if out.returncode != 0:
             raise SystemExit(f"ragraf index failed: {out.stderr or out.stdout}")
+        index_cpu = _children_cpu() - cpu0
         report = json.loads(out.stdout)
         home = repo / ".git" / "ragraf"
         corpus_bytes = du(repo, exclude=".git")
@@ -80,6 +88,7 @@ def run(corpus: Path, keep: bool) -> dict[str, Any]:
             "corpus_bytes": corpus_bytes,
             "index_home_bytes": index_bytes,
             "ratio": round(index_bytes / corpus_bytes, 3),
+            "index_cpu_s": round(index_cpu, 2),
             "home_entries": {p.name: du(p) for p in sorted(home.iterdir())},
             "tables": by_table(dbs[0]) if dbs else {},
         }
@@ -108,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"index home: {result['index_home_bytes'] / mb:.1f} MB = {result['ratio']:.2f}x the corpus (target <= 2x)"
+    )
+    print(
+        f"cold lexical `ragraf index`: {result['index_cpu_s']:.1f} CPU-s (the index process and its workers)"
     )
     for name, size in result["home_entries"].items():
         print(f"  {name:40} {size / mb:8.1f} MB")
