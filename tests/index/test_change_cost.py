@@ -240,3 +240,16 @@ def test_a_large_changed_folder_is_listed_again_on_its_own(repo: Path) -> None:
     assert relisted is not None and [f.path for f in relisted.added.files] == ["pkg09/extra.py"]
     write(repo, {f"pkg09/more{i}.py": "z = 3\n" for i in range(4)})
     assert discover_module.relist(repo, 1 << 20, known, folders, ["pkg09"], limit=3) is None
+
+
+def test_a_file_replaced_by_a_folder_or_a_symlink_leaves_the_listing(repo: Path, tmp_path: Path) -> None:
+    idx = indexed(repo)
+    (repo / "pkg06/mod01.py").unlink()
+    write(repo, {"pkg06/mod01.py/inner.py": "def inner_function():\n    pass\n"})
+    (repo / "pkg06/mod02.py").unlink()
+    os.symlink("mod03.py", repo / "pkg06/mod02.py")
+    report = idx.index()
+    assert report.files["deleted"] == 2 and report.files["added"] == 1
+    assert report.corpus_hash == fresh_hash(repo, tmp_path)
+    again = idx.index()  # the snapshot no longer lists them: nothing moved
+    assert again.files_read <= 1 and not again.new_revision

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 import time
 from collections import Counter
@@ -335,6 +336,9 @@ def index_moved(
             st = os.lstat(root / path)
         except OSError:
             vanished.append(path)  # not part of this revision
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            vanished.append(path)  # now a folder (listed as one) or a symlink (never followed)
             continue
         files.append(FileStat(path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     hashed, unindexable = hash_files(root, files, {}, settings, False, progress)
