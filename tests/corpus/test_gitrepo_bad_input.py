@@ -105,3 +105,31 @@ def test_a_checkout_while_the_index_runs_ends_cleanly_and_the_last_revision_answ
     report = cli_json("index", cwd=root)
     assert report["index_rev"]
     assert defined(root, "other_1") == ["src/m1.py"] and defined(root, "main_1") == []
+
+
+def test_a_git_that_hangs_stops_the_run_with_a_clear_error_and_the_last_revision_answers(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    write(root, {"src/app.py": "def before_the_hang():\n    pass\n"})
+    init_git(root)
+    cli_json("index", cwd=root)
+    write(root, {"src/later.py": "def after_the_hang():\n    pass\n"})
+    commit_all(root, "later")
+    # A git whose diff-tree never answers (as on a hung network mount); every other command is git's.
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(
+        f"#!{sys.executable}\nimport os, sys, time\n"
+        "if 'diff-tree' in sys.argv:\n    time.sleep(120)\n"
+        f"os.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
+    )
+    (bin_dir / "git").chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "RAGRAF_GIT_STALL_S": "1"}
+    out = run_cli("index", cwd=root, env=env)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "made no progress" in out.stderr and "RAGRAF_GIT_STALL_S" in out.stderr
+    assert defined(root, "before_the_hang", env=env) == ["src/app.py"]
+    report = cli_json("index", cwd=root)  # with git well again, the run completes
+    assert report["base"]["files"]["added"] == 1 and defined(root, "after_the_hang") == ["src/later.py"]
