@@ -13,6 +13,8 @@ from support import SAMPLE, init_git, write
 # embedding cache, so the suite neither depends on nor pollutes the user's ~/.cache/ragraf.
 os.environ.setdefault("RAGRAF_EMBEDDER", "none")
 os.environ.setdefault("RAGRAF_CACHE_DIR", tempfile.mkdtemp(prefix="ragraf-test-cache-"))
+# Servers the tests start put their CLI sockets here, not in the user's runtime folder.
+os.environ.setdefault("RAGRAF_SOCKET_DIR", tempfile.mkdtemp(prefix="ragraf-test-sockets-"))
 
 
 @pytest.fixture

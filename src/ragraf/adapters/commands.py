@@ -90,6 +90,9 @@ def serve_cmd(roots: tuple[Path, ...], listen: str | None, live: bool, log_level
         from ragraf.adapters.live_index import start_live
 
         stop_live = _run("serve", lambda: start_live(roots or (Path("."),)))
+    from ragraf.adapters.cli_socket import listen as listen_cli
+
+    cli_socket = listen_cli(roots or (Path("."),))  # `ragraf def …` in these roots answered here
     try:
         if listen is None:
             from ragraf.adapters.mcp_server import run
@@ -100,6 +103,7 @@ def serve_cmd(roots: tuple[Path, ...], listen: str | None, live: bool, log_level
 
         _run("serve", lambda: serve_http(roots, listen))
     finally:
+        cli_socket.stop()
         if stop_live is not None:
             stop_live()
 
@@ -128,7 +132,14 @@ def watch_cmd(root: Path, as_json: bool) -> None:
 
             click.echo(json.dumps(error_envelope("watch", exc).to_dict(), ensure_ascii=False))
 
-    sys.exit(_run("watch", lambda: watch(root, as_json), fail))
+    from ragraf.adapters.cli_socket import listen as listen_cli
+
+    cli_socket = listen_cli((root,))  # `ragraf def …` in this root answered here
+    try:
+        code = _run("watch", lambda: watch(root, as_json), fail)
+    finally:
+        cli_socket.stop()
+    sys.exit(code)
 
 
 @click.command("mcp")

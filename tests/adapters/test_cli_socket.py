@@ -1,0 +1,223 @@
+"""The CLI fast path (fastcli.py, adapters/cli_socket.py): a real `ragraf serve` or `ragraf watch`
+subprocess answers real `ragraf` CLI subprocesses over its Unix socket, with exactly what the CLI
+prints in process; without a live server the CLI answers itself."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import SAMPLE, init_git, run_cli, write
+
+from ragraf.fastcli import encode_request, socket_path
+
+# The console entry point, which notes in MARK_FILE whether click was loaded: a read the server
+# answered never loads it.
+CLIENT = (
+    "import atexit, os, sys\n"
+    "atexit.register(lambda: open(os.environ['MARK_FILE'], 'w').write("
+    "'in-process' if 'click' in sys.modules else 'server'))\n"
+    "sys.argv[0] = 'ragraf'\n"
+    "from ragraf.fastcli import main\n"
+    "main()\n"
+)
+
+READS = [
+    ("def", "TCPConnector"),
+    ("def", "TCPConnector", "--json"),
+    ("def", "TCPConnector.connect", "--body"),
+    ("search", "retry backoff", "--mode", "lexical"),
+    ("search", "retry backoff", "--mode", "lexical", "--json"),
+    ("refs", "resolve_host"),
+    ("refs", "resolve_host", "--json"),
+    ("read", "src/app/retry.py:1-5"),
+    ("read", "src/app/retry.py", "--json"),
+    ("status",),
+    ("status", "--json"),
+    ("outline", "src/app/server.py"),
+    ("def", "NoSuchName"),
+    ("def", "NoSuchName", "--json"),
+    ("read", "no/such/file.py"),
+    ("read", "no/such/file.py", "--json"),
+    ("def", "--no-such-option", "x", "--json"),
+]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    write(root, SAMPLE)
+    init_git(root)
+    out = run_cli("index", "-q", cwd=root)
+    assert out.returncode == 0, out.stderr
+    return root
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    sockets = tmp_path / "s"
+    return {**os.environ, "RAGRAF_SOCKET_DIR": str(sockets), "MARK_FILE": str(tmp_path / "mark")}
+
+
+def client(args: tuple[str, ...], cwd: Path, env: dict[str, str], **extra: str) -> tuple[str, str, int, str]:
+    """(stdout, stderr, exit code, who answered) of one `ragraf ARGS` run."""
+    mark = Path(env["MARK_FILE"])
+    mark.unlink(missing_ok=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CLIENT, *args], cwd=cwd, env={**env, **extra}, capture_output=True, timeout=120
+    )
+    return out.stdout.decode(), out.stderr.decode(), out.returncode, mark.read_text()
+
+
+def wait_for(predicate: object, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + 60  # stops a hang only
+    while not predicate():  # type: ignore[operator]
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting: {what}")
+        time.sleep(0.05)
+
+
+def sock_of(root: Path, env: dict[str, str]) -> Path:
+    return Path(socket_path(os.path.realpath(root), env))
+
+
+def listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def server(root: Path, env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`ragraf ARGS --root ROOT` (serve: MCP on stdio, kept open) until its socket is there."""
+    cmd = [sys.executable, "-m", "ragraf.cli", *args, "--root", str(root)]
+    proc = subprocess.Popen(
+        cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        wait_for(lambda: listening(sock_of(root, env)), "the CLI socket", proc)
+        yield proc
+    finally:
+        if proc.stdin:
+            proc.stdin.close()  # MCP on stdio ends with its input
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_served_read_prints_exactly_what_the_cli_prints_in_process(repo: Path, env: dict[str, str]) -> None:
+    with server(repo, env, "serve"):
+        folder = sock_of(repo, env).parent
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert stat.S_IMODE(sock_of(repo, env).lstat().st_mode) == 0o600
+        for args in READS:
+            *served, who = client(args, repo, env)
+            *alone, who_alone = client(args, repo, env, RAGRAF_NO_SERVER="1")
+            assert (who, who_alone) == ("server", "in-process"), args
+            assert served == alone, args
+        # An unknown name, a missing file and a bad option keep their exit codes through the server.
+        assert client(("read", "no/such/file.py"), repo, env)[2] == 2
+        assert client(("def", "--no-such-option", "x"), repo, env)[2] == 2
+        # --root relative to the caller's folder, from a subfolder.
+        sub = repo / "src"
+        *served, who = client(("def", "resolve_host", "--root", ".."), sub, env)
+        assert who == "server"
+        assert served == list(
+            client(("def", "resolve_host", "--root", ".."), sub, env, RAGRAF_NO_SERVER="1")[:3]
+        )
+
+
+def test_what_a_server_does_not_take_is_answered_in_process(repo: Path, env: dict[str, str]) -> None:
+    with server(repo, env, "serve"):
+        # Another root (a subfolder is its own root), a write, help, another environment.
+        assert client(("status",), repo / "src", env)[3] == "in-process"
+        assert client(("gc",), repo, env)[3] == "in-process"
+        assert client(("def", "-h"), repo, env)[3] == "in-process"
+        other = client(("def", "TCPConnector"), repo, env, RAGRAF_BUDGET_BYTES="2048")
+        assert other[2] == 0 and other[3] == "in-process"
+        # A request for a root the socket does not serve is refused at the socket itself.
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(30)
+            sock.connect(str(sock_of(repo, env)))
+            sock.sendall(
+                encode_request(["ragraf", str(repo / "src"), "0", "0", "strict", "strict", "1", "status"])
+            )
+            assert sock.recv(2) == b"0\n"
+
+
+def test_a_file_edited_after_the_server_started_is_seen_fresh(repo: Path, env: dict[str, str]) -> None:
+    with server(repo, env, "serve"):
+        assert "retry_with_backoff" in client(("def", "retry_with_backoff"), repo, env)[0]
+        (repo / "src/app/retry.py").write_text("def backoff_forever(fn):\n    return fn()\n")
+        out, _, code, who = client(("def", "backoff_forever"), repo, env)
+        assert (code, who) == (0, "server")
+        assert "src/app/retry.py:1" in out
+        assert client(("def", "backoff_forever"), repo, env, RAGRAF_NO_SERVER="1")[:3] == (out, "", 0)
+        gone, _, _, _ = client(("def", "retry_with_backoff", "--json"), repo, env)
+        assert '"results": []' in gone
+
+
+def test_a_stale_socket_is_removed_and_the_cli_still_answers(repo: Path, env: dict[str, str]) -> None:
+    path = sock_of(repo, env)
+    path.parent.mkdir(mode=0o700)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))  # bound, then closed without unlinking: what a killed server leaves
+    dead.close()
+    out, err, code, who = client(("def", "TCPConnector"), repo, env)
+    assert (code, who) == (0, "in-process"), err
+    assert "src/app/server.py:4" in out
+    assert not path.exists()
+    # A server started over a stale socket takes its place.
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))
+    dead.close()
+    with server(repo, env, "serve"):
+        assert client(("def", "TCPConnector"), repo, env)[3] == "server"
+
+
+def test_watch_listens_and_a_removed_index_home_closes_the_socket(repo: Path, env: dict[str, str]) -> None:
+    with server(repo, env, "watch") as proc:
+        *served, who = client(("status", "--json"), repo, env)
+        assert who == "server"
+        shutil.rmtree(repo / ".git" / "ragraf")
+        wait_for(lambda: not sock_of(repo, env).exists(), "the socket closed", None)
+        assert client(("def", "TCPConnector"), repo, env)[3] == "in-process"
+        del proc, served
+
+
+def test_a_socket_folder_others_can_enter_is_not_used(repo: Path, env: dict[str, str]) -> None:
+    folder = Path(env["RAGRAF_SOCKET_DIR"])
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragraf.cli", "serve", "--root", str(repo)],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_for(
+            lambda: proc.stderr is not None and b"no CLI socket" in proc.stderr.read1(), "the warning", proc
+        )
+        assert not sock_of(repo, env).exists()
+        assert client(("def", "TCPConnector"), repo, env)[3] == "in-process"
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.terminate()
+        proc.wait(timeout=30)
