@@ -201,7 +201,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragraf-graph-quality"))
     parser.add_argument("--mutants", type=int, default=25, help="functions broken per project")
     parser.add_argument("--top", type=int, default=10)
-    parser.add_argument("--depth", type=int, default=5)
+    parser.add_argument("--depth", type=int, default=10, help="impact --depth (its default)")
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rows", action="store_true", help="each mutant's failing and listed files")

@@ -563,7 +563,7 @@ def graph_cmd(
 @click.option("--rev", "rev_range", metavar="A..B", help="The change between two git revisions.")
 @click.option("--diff", "diff_file", metavar="FILE|-", help="A unified diff from a file, or - for stdin.")
 @click.option(
-    "--depth", type=int, default=5, show_default=True, help="Hops of callers to follow (at most 10)."
+    "--depth", type=int, default=10, show_default=True, help="Hops of callers to follow (at most 10)."
 )
 @click.option("--budget", type=int, default=1000, show_default=True, help="At most this many definitions.")
 @policy_option

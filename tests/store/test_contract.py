@@ -220,6 +220,24 @@ def test_ref_counts_say_in_how_many_of_a_revisions_files_each_name_is_referenced
     assert store.ref_counts(one) == counts  # an older revision keeps its own counts
 
 
+def test_ref_uses_count_each_files_sites_of_each_name_as_the_references_do(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    store = store_factory()
+    one = commit_files(store, settings, SAMPLE).rev_no
+    refs = store.find_facts(one, "ref", limit=100_000)
+    expected: dict[tuple[str, str], int] = {}
+    for r in refs:
+        expected[(r.path, r.name)] = expected.get((r.path, r.name), 0) + 1
+    assert {(p, n): c for p, n, c in store.ref_uses(one)} == expected
+    # a second file with the same content counts for both paths; an older revision keeps its own
+    extra = "from app.server import resolve_host\n\n\ndef again():\n    return resolve_host('b')\n"
+    two = commit_files(store, settings, {**SAMPLE, "src/a.py": extra, "src/b.py": extra}).rev_no
+    uses = {(p, n): c for p, n, c in store.ref_uses(two)}
+    assert uses[("src/a.py", "resolve_host")] == uses[("src/b.py", "resolve_host")] == 1
+    assert {(p, n): c for p, n, c in store.ref_uses(one)} == expected
+
+
 # the drift ledger -------------------------------------------------------------------------------
 
 

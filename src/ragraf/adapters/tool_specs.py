@@ -368,14 +368,14 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
                 "type": "integer",
                 "minimum": 0,
                 "maximum": 1000,
-                "default": 5,
+                "default": 10,
                 "description": "Hops of callers to follow (more than 10 is clamped).",
             },
         },
         (),
         "impact",
         lambda idx, a, p: idx.impact(
-            staged=a.get("staged", False), rev=a.get("rev"), diff=a.get("diff"), depth=a.get("depth", 5)
+            staged=a.get("staged", False), rev=a.get("rev"), diff=a.get("diff"), depth=a.get("depth", 10)
         ),
     ),
     ToolSpec(

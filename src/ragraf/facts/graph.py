@@ -18,7 +18,9 @@ from __future__ import annotations
 import io
 import re
 import threading
+import weakref
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -152,20 +154,64 @@ def node_of(hit: FactHit) -> Node:
     )
 
 
+class RevisionMemo:
+    """What the graphs of one revision read from the store and worked out from it, kept for the
+    next graph of that revision in this process (a committed revision does not change)."""
+
+    MAX_ENTRIES = 50_000  # per table; past it the table starts again empty
+
+    def __init__(self) -> None:
+        self.defs: dict[str, list[FactHit]] = {}
+        self.imports: dict[str, list[FactHit]] = {}
+        self.refs: dict[str, list[FactHit]] = {}
+        self.named: dict[str, list[FactHit]] = {}
+        self.lines: dict[str, dict[int, str]] = {}
+        self.bindings: dict[str, dict[str, tuple[str, str | None]]] = {}
+        self.ancestors: dict[str, list[str]] = {}
+        self.resolved: dict[tuple[str, int, str, bool, str | None], CallSite] = {}
+        self.modules: ModuleIndex | None = None
+
+    def trim(self) -> None:
+        tables = (
+            self.defs,
+            self.imports,
+            self.named,
+            self.lines,
+            self.bindings,
+            self.ancestors,
+            self.resolved,
+        )
+        for table in tables:
+            if len(table) > self.MAX_ENTRIES:
+                table.clear()
+
+
+def revision_memo(store: Store, rev_no: int) -> RevisionMemo:
+    by_rev = _MEMOS.setdefault(store, {})
+    memo = by_rev.get(rev_no)
+    if memo is None:
+        if len(by_rev) >= 4:
+            by_rev.pop(next(iter(by_rev)))
+        memo = by_rev[rev_no] = RevisionMemo()
+    memo.trim()
+    return memo
+
+
 class CodeGraph:
-    """Call resolution over one revision; files' facts and lines are read once per graph."""
+    """Call resolution over one revision; files' facts and lines are read once per revision and
+    process (see RevisionMemo), a change's live texts once per graph."""
 
     def __init__(self, store: Store, rev_no: int, live: dict[str, str] | None = None) -> None:
         self.store, self.rev_no = store, rev_no
-        self._defs: dict[str, list[FactHit]] = {}
-        self._imports: dict[str, list[FactHit]] = {}
-        self._lines: dict[str, dict[int, str]] = {}
-        self._named: dict[str, list[FactHit]] = {}
-        self._modules: dict[str, list[str]] | None = None
-        self._folders: dict[str, list[str]] | None = None
-        self._bindings: dict[str, dict[str, tuple[str, str | None]]] = {}
-        self._ancestors: dict[str, list[str]] = {}
+        self._memo = memo = revision_memo(store, rev_no)
+        self._defs, self._imports, self._named = memo.defs, memo.imports, memo.named
+        self._refs = memo.refs
+        self._ancestors = memo.ancestors
         self._live = live or {}
+        # lines and import bindings of live texts are this graph's own, not the revision's
+        self._lines = memo.lines if not self._live else {}
+        self._bindings = memo.bindings if not self._live else {}
+        self._resolved = memo.resolved if not self._live else {}
         self.reads = 0  # store lookups made: what the tests count instead of time
 
     # --- what the revision holds, read once --------------------------------------------------
@@ -182,6 +228,12 @@ class CodeGraph:
             self.reads += 1
             self._imports[path] = self.store.find_facts(self.rev_no, "import", path=path, limit=100_000)
         return self._imports[path]
+
+    def refs_in(self, path: str) -> list[FactHit]:
+        if path not in self._refs:
+            self.reads += 1
+            self._refs[path] = self.store.find_facts(self.rev_no, "ref", path=path, limit=100_000)
+        return self._refs[path]
 
     def defs_named(self, name: str) -> list[FactHit]:
         if name not in self._named:
@@ -212,17 +264,13 @@ class CodeGraph:
     def _module_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """Source files by module key (`pkg/api` for pkg/api.py, pkg/__init__.py, pkg/api/index.ts)
         and by folder (a Go package is its folder)."""
-        if self._modules is None or self._folders is None:
+        return self._modules_of_revision().modules, self._modules_of_revision().folders
+
+    def _modules_of_revision(self) -> ModuleIndex:
+        if self._memo.modules is None:
             self.reads += 1
-            modules: dict[str, list[str]] = {}
-            folders: dict[str, list[str]] = {}
-            for path, _ in self.store.manifest_hashes(self.rev_no):
-                if not path.endswith(_SOURCE_SUFFIXES):
-                    continue
-                modules.setdefault(module_key(path), []).append(path)
-                folders.setdefault(path.rpartition("/")[0], []).append(path)
-            self._modules, self._folders = modules, folders
-        return self._modules, self._folders
+            self._memo.modules = ModuleIndex.of(p for p, _ in self.store.manifest_hashes(self.rev_no))
+        return self._memo.modules
 
     # --- nodes ------------------------------------------------------------------------------
 
@@ -245,6 +293,13 @@ class CodeGraph:
 
     def resolve(self, hit: FactHit) -> CallSite:
         """What the call or reference `hit` (a ref fact) means, and how sure that is."""
+        key = (hit.path, hit.line, hit.name, hit.is_call, hit.container)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = self._resolve(hit)
+        return found
+
+    def _resolve(self, hit: FactHit) -> CallSite:
         caller = self.enclosing(hit.path, hit.container, hit.line)
         receiver = receiver_of(self.line(hit.path, hit.line), hit.name)
         kind = "call" if hit.is_call else "reference"
@@ -437,7 +492,7 @@ class CodeGraph:
                     cls = self.class_in(m.group(1))
                     if cls:
                         return cls
-        if language_of(hit.path) == "python" and caller.kind != "module":
+        if caller.kind != "module" and is_test_path(hit.path) and language_of(hit.path) == "python":
             return self._fixture_type(var, hit.path)
         return None
 
@@ -447,7 +502,7 @@ class CodeGraph:
         for d in self.defs_named(var):
             where = d.path.rpartition("/")[0]
             local = d.path == path or (
-                PurePosixPath(d.path).name == "conftest.py"
+                d.path.rpartition("/")[2] == "conftest.py"
                 and (folder + "/").startswith(where + "/" if where else "")
             )
             if d.kind != "function" or d.container is not None or not local:
@@ -543,16 +598,13 @@ class CodeGraph:
     def module_files(self, module: str, importer: str, rest: list[str]) -> list[str]:
         """The project's files a module names, seen from `importer`; [] for one outside the index.
         `rest` are the parts used after the binding (`pkg.sub.f` → ["sub"]), tried as submodules."""
-        modules, folders = self._module_index()
+        index = self._modules_of_revision()
         lang = language_of(importer)
         keys = _module_keys(module, importer, lang)
         for extra in _prefixes(rest):
             for key in keys:
                 key = "/".join(p for p in [key, *extra] if p)
-                if lang == "go":
-                    hit = _suffix_match(folders, key)
-                else:
-                    hit = modules.get(key) or _suffix_match(modules, key)
+                hit = index.match(key, by_folder=lang == "go")
                 if hit:
                     return hit
         return []
@@ -561,8 +613,7 @@ class CodeGraph:
 
     def callees(self, node: Node, calls_only: bool = True) -> list[CallSite]:
         """What a definition calls (or uses), in line order, each site resolved."""
-        refs = self.store.find_facts(self.rev_no, "ref", path=node.path, limit=100_000)
-        self.reads += 1
+        refs = self.refs_in(node.path)
         qual = node.qualified
         inside = [
             r for r in refs
@@ -665,7 +716,7 @@ def _class_of(caller: Node) -> str | None:
 
 def file_node(path: str) -> Node:
     """The file as a node: for uses outside every definition (module level, a test file's imports)."""
-    return Node(PurePosixPath(path).name, "module", path, 1, 1, None, None)
+    return Node(path.rpartition("/")[2], "module", path, 1, 1, None, None)
 
 
 def receiver_of(text: str, name: str) -> str | None:
@@ -744,22 +795,60 @@ def _prefixes(rest: list[str]) -> list[list[str]]:
     return [rest[:i] for i in range(min(len(rest), 3), -1, -1)]
 
 
-def _suffix_match(index: dict[str, list[str]], key: str) -> list[str]:
-    """The files of the one module whose key ends with `key` at a folder boundary (src/ layouts,
-    Go's module paths), the shortest when several do."""
-    if not key:
-        return []
-    tail = key.rsplit("/", 1)[-1]
-    found = [k for k in index if k.endswith("/" + key) or (k == key)] if tail else []
-    if not found:
-        # a Go import path names the module first: the folder is its tail
-        parts = key.split("/")
-        for i in range(1, len(parts)):
-            sub = "/".join(parts[i:])
-            if sub in index:
-                return index[sub]
-        return []
-    return index[min(found, key=len)]
+class ModuleIndex:
+    """A revision's source files by module key and by folder, and every key by each of its endings
+    at a folder boundary (`db/models/query` under `query`, `models/query` …), so that an import
+    finds its file in src/ layouts and Go module paths without a scan of all keys."""
+
+    def __init__(self, modules: dict[str, list[str]], folders: dict[str, list[str]]) -> None:
+        self.modules, self.folders = modules, folders
+        self._endings: dict[bool, dict[str, list[str]]] = {}
+        self._memo: dict[tuple[str, bool], list[str]] = {}
+
+    @classmethod
+    def of(cls, paths: Iterable[str]) -> ModuleIndex:
+        modules: dict[str, list[str]] = {}
+        folders: dict[str, list[str]] = {}
+        for path in paths:
+            if path.endswith(_SOURCE_SUFFIXES):
+                modules.setdefault(module_key(path), []).append(path)
+                folders.setdefault(path.rpartition("/")[0], []).append(path)
+        return cls(modules, folders)
+
+    def match(self, key: str, by_folder: bool) -> list[str]:
+        """The files of the module `key` names: itself, else the one whose key ends with it at a
+        folder boundary (the shortest when several do), else, for a Go import path that names its
+        module first, the folder its tail is."""
+        if not key:
+            return []
+        index = self.folders if by_folder else self.modules
+        if not by_folder and key in index:
+            return index[key]
+        memo = self._memo.get((key, by_folder))
+        if memo is not None:
+            return memo
+        endings = self._endings.get(by_folder)
+        if endings is None:
+            endings = {}
+            for k in index:
+                parts = k.split("/")
+                for i in range(len(parts)):
+                    endings.setdefault("/".join(parts[i:]), []).append(k)
+            self._endings[by_folder] = endings
+        found = endings.get(key)
+        hit: list[str] = []
+        if found:
+            hit = index[min(found, key=len)]
+        else:
+            parts = key.split("/")
+            hit = next(
+                (index["/".join(parts[i:])] for i in range(1, len(parts)) if "/".join(parts[i:]) in index), []
+            )
+        self._memo[(key, by_folder)] = hit
+        return hit
+
+
+_MEMOS: weakref.WeakKeyDictionary[Store, dict[int, RevisionMemo]] = weakref.WeakKeyDictionary()
 
 
 def traverse(

@@ -283,10 +283,14 @@ def impact_of(graph: CodeGraph, touched: list[Touched], depth: int, budget: int)
     nodes = sorted(walk.nodes.values(), key=lambda n: (walk.distance[n.key], n.path, n.line))
     tests = [n for n in nodes if _is_test(n)]
     files: dict[str, tuple[int, Node]] = {}
+    reaching: dict[str, int] = {}  # tests of a file the change reaches: more, the likelier one fails
     for n in nodes:
-        if is_test_path(n.path) and n.path not in files and (_is_test(n) or walk.distance[n.key] > 0):
-            files[n.path] = (walk.distance[n.key], n)
-    test_files = sorted(((p, d, n) for p, (d, n) in files.items()), key=lambda t: (t[1], t[0]))
+        if is_test_path(n.path) and (_is_test(n) or walk.distance[n.key] > 0):
+            files.setdefault(n.path, (walk.distance[n.key], n))
+            reaching[n.path] = reaching.get(n.path, 0) + 1
+    test_files = sorted(
+        ((p, d, n) for p, (d, n) in files.items()), key=lambda t: (t[1], -reaching[t[0]], t[0])
+    )
     return Impact(touched, walk, tests, test_files, by_name(graph, walk, set(files)))
 
 

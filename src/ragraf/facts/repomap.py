@@ -45,44 +45,53 @@ class RankedFile:
 
 def rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
     """Every file with definitions, most central first, with its definitions most used first."""
+    import numpy as np  # a map's arithmetic; numpy is not loaded for other operations
+
     defs = [d for d in store.find_facts(rev_no, "def", limit=MAX_REFS) if d.kind in _KINDS]
     definers: dict[str, set[str]] = {}
     for d in defs:
         definers.setdefault(d.name, set()).add(d.path)
-    uses: dict[tuple[str, str], int] = {}
-    for r in store.find_facts(rev_no, "ref", limit=MAX_REFS):
-        if r.name in definers:
-            uses[(r.path, r.name)] = uses.get((r.path, r.name), 0) + 1
     # edges: user file → defining file, weight by uses (sublinear) over the number of definers
-    out: dict[str, dict[str, float]] = {}
-    flows: dict[tuple[str, str, str], float] = {}  # (src, dst, name) → weight, for the definitions' shares
-    for (src, name), count in uses.items():
-        targets = definers[name] - {src}
-        if not targets or len(definers[name]) > MAX_DEFINERS:
+    srcs, dsts, weights, names = [], [], [], []
+    test_weight: dict[str, float] = {}
+    for src, name, count in store.ref_uses(rev_no):
+        where = definers.get(name)
+        if not where or len(where) > MAX_DEFINERS or (len(where) == 1 and src in where):
             continue
-        w = math.sqrt(count) / len(definers[name])
-        if is_test_path(src):
-            w *= 0.5  # a test's uses say less about what matters than the code's
-        for dst in targets:
-            out.setdefault(src, {})[dst] = out.get(src, {}).get(dst, 0.0) + w
-            flows[(src, dst, name)] = flows.get((src, dst, name), 0.0) + w
-    files = sorted({d.path for d in defs} | set(out))
+        if src not in test_weight:  # a test's uses say less about what matters than the code's
+            test_weight[src] = 0.5 if is_test_path(src) else 1.0
+        w = math.sqrt(count) / len(where) * test_weight[src]
+        for dst in where:
+            if dst != src:
+                srcs.append(src)
+                dsts.append(dst)
+                weights.append(w)
+                names.append(name)
+    files = sorted({d.path for d in defs} | set(srcs))
     if not files:
         return []
+    at = {f: i for i, f in enumerate(files)}
+    s = np.fromiter((at[f] for f in srcs), dtype=np.int64, count=len(srcs))
+    t = np.fromiter((at[f] for f in dsts), dtype=np.int64, count=len(dsts))
+    w = np.asarray(weights, dtype=np.float64)
     personal = _personalization(files, focus, definers)
-    rank = _pagerank(files, out, personal)
-    share: dict[tuple[str, str], float] = {}
-    for (src, dst, name), w in flows.items():
-        share[(dst, name)] = share.get((dst, name), 0.0) + rank[src] * w / sum(out[src].values())
+    rank = _pagerank(len(files), s, t, w, np.asarray([personal[f] for f in files]))
+    # each definition's share: the rank that flowed to its file by its name
+    totals = np.bincount(s, weights=w, minlength=len(files))
+    flow = rank[s] * w / totals[s] if len(s) else w
+    share: dict[tuple[int, str], float] = {}
+    for dst, name, f in zip(t.tolist(), names, flow.tolist(), strict=True):
+        share[(dst, name)] = share.get((dst, name), 0.0) + f
     by_file: dict[str, list[RankedDef]] = {}
     for d in defs:
-        score = share.get((d.path, d.name), 0.0) + (1e-9 if d.container is None else 0.0)
+        score = share.get((at[d.path], d.name), 0.0) + (1e-9 if d.container is None else 0.0)
         by_file.setdefault(d.path, []).append(
             RankedDef(d.name, d.kind or "", d.path, d.line, (d.signature or d.name).strip(), score)
         )
+    ranks = rank.tolist()
     ranked = [
-        RankedFile(p, rank[p], tuple(sorted(by_file.get(p, []), key=lambda s: (-s.score, s.line))))
-        for p in files
+        RankedFile(p, ranks[i], tuple(sorted(by_file[p], key=lambda d: (-d.score, d.line))))
+        for i, p in enumerate(files)
         if by_file.get(p)
     ]
     return sorted(ranked, key=lambda f: (-f.rank, f.path))
@@ -102,21 +111,18 @@ def _personalization(files: list[str], focus: list[str], definers: dict[str, set
     return {f: (1.0 / len(chosen) if f in chosen else 0.0) for f in files}
 
 
-def _pagerank(
-    files: list[str], out: dict[str, dict[str, float]], personal: dict[str, float]
-) -> dict[str, float]:
-    rank = dict(personal)
-    totals = {src: sum(edges.values()) for src, edges in out.items()}
+def _pagerank(n: int, src, dst, w, personal):  # type: ignore[no-untyped-def]
+    """Personalized PageRank over weighted edges src → dst (numpy arrays); a file with no edges
+    out gives its rank back by the personalization."""
+    import numpy as np
+
+    totals = np.bincount(src, weights=w, minlength=n)
+    dangling = totals == 0
+    step = w / totals[src] if len(src) else w
+    rank = personal.copy()
     for _ in range(ITERATIONS):
-        nxt = {f: (1 - DAMPING) * personal[f] for f in files}
-        dangling = sum(rank[f] for f in files if f not in out)
-        for f in files:
-            nxt[f] += DAMPING * dangling * personal[f]
-        for src, edges in out.items():
-            r = rank.get(src, 0.0) * DAMPING / totals[src]
-            for dst, w in edges.items():
-                nxt[dst] = nxt.get(dst, 0.0) + r * w
-        rank = nxt
+        spread = np.bincount(dst, weights=rank[src] * step, minlength=n)
+        rank = (1 - DAMPING) * personal + DAMPING * (rank[dangling].sum() * personal + spread)
     return rank
 
 

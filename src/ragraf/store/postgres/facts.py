@@ -85,6 +85,16 @@ class FactsMixin:
         )
         return {name: int(n) for name, n in rows}
 
+    def ref_uses(self, rev_no: int) -> list[tuple[str, str, int]]:
+        """(path, name, uses) of every name each file of the revision references."""
+        rows = self._rows(
+            "SELECT m.path, r.name, json_array_length(r.sites::json) FROM manifest m "
+            "JOIN ref_sites r ON r.content_id = m.content_id AND r.repo_id = m.repo_id "
+            "WHERE m.repo_id = %s AND m.rev_no = %s",
+            (self.repo_id, rev_no),
+        )
+        return [(path, name, int(n)) for path, name, n in rows]
+
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self._row(
             "SELECT c.facts_status FROM manifest m JOIN contents c ON c.id = m.content_id "

@@ -73,6 +73,19 @@ class FactsMixin:
         )
         return dict(rows)
 
+    def ref_uses(self, rev_no: int) -> list[tuple[str, str, int]]:
+        """(path, name, uses) of every name each file of the revision references: a repo map's
+        edges, counted where the sites are stored instead of unpacked one by one."""
+        paths: dict[int, list[str]] = {}
+        for content_id, path in self.db.execute(
+            "SELECT content_id, path FROM manifest WHERE rev_no = ?", (rev_no,)
+        ):
+            paths.setdefault(content_id, []).append(path)
+        # ref_sites read whole in its own order: joined per row to the manifest, SQLite's plan
+        # is a lookup per reference row, minutes on a large index
+        rows = self.db.execute("SELECT content_id, name, json_array_length(sites) FROM ref_sites")
+        return [(path, name, n) for content_id, name, n in rows for path in paths.get(content_id, ())]
+
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self.db.execute(
             "SELECT c.facts_status FROM manifest m JOIN contents c ON c.id = m.content_id "
