@@ -134,7 +134,7 @@ def _commands(group: click.Group, prefix: list[str]) -> list[list[str]]:
     out = []
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
-        if command is None or name in ("migrate", "watch"):  # defined beside their own stores/servers
+        if command is None:
             continue
         out.append([*prefix, name])
         if isinstance(command, click.Group):

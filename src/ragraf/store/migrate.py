@@ -309,7 +309,14 @@ def register(main: click.Group) -> None:
         replace: bool,
         as_json: bool,
     ) -> None:
-        """Copy this folder's SQLite index to PostgreSQL: revisions, facts, ledger and vectors (no re-embedding)."""
+        """Copy this folder's SQLite index to PostgreSQL: revisions, facts, ledger and vectors (no re-embedding).
+
+        \b
+        Examples:
+          ragraf migrate --dsn postgresql://ragraf@db/ragraf      # this folder's index
+          ragraf migrate --root ~/src/app --json                  # DSN from RAGRAF_PG_DSN
+          ragraf migrate --repo-key team/app --replace            # copy again over what is there
+        """
         quiet = as_json
         try:
             settings = load_settings(root)
