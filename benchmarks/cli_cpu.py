@@ -8,7 +8,10 @@ CPU-seconds of its process and children (resource.getrusage(RUSAGE_CHILDREN)), w
 meaningless under load. Commands: `ragraf --version`, `def QuerySet`, `search "queryset filter"
 --mode lexical`, `refs QuerySet`, a no-change `index`; floors: `git status`, `rg -n QuerySet`.
 Compiled bytecode is kept (in the work dir), as an installed ragraf has it, and one unmeasured
-run of each command comes first. Figures and what they mean: docs/speed.md.
+run of each command comes first. Each command runs twice a round: in process (RAGRAF_NO_SERVER=1)
+and with a running `ragraf serve` of the copy, which answers the reads over its CLI socket
+(fastcli.py); the server's own CPU for each (/proc/PID/stat, itself and its children) is reported
+beside the client's, and the sum. Figures and what they mean: docs/speed.md.
 
     python benchmarks/cli_cpu.py                        # needs python benchmarks/corpora.py speed
     python benchmarks/cli_cpu.py --json --repeat 7
@@ -81,6 +84,33 @@ def measured(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     return cpu
 
 
+def server_cpu(pid: int) -> float:
+    """CPU-seconds of a running process and the children it waited for (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+def start_server(root: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`ragraf serve` (MCP on stdio, its input kept open) for root, once its CLI socket answers."""
+    import socket
+
+    from ragraf.fastcli import socket_path
+
+    proc = subprocess.Popen([*ragraf_cli(), "serve", "--root", str(root)], cwd=root, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    path = socket_path(os.path.realpath(root), env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(path)
+                return proc
+            except OSError:
+                time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"`ragraf serve` did not listen on {path}")
+
+
 def environment(root: Path, home: Path) -> dict[str, str]:
     """The commands' environment. Compiled bytecode is kept (in a folder of the work dir, not the
     checkout), as an installed ragraf has it: without it every run compiles each module again,
@@ -126,12 +156,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cmds = commands()
         for cmd in cmds.values():  # unmeasured: compiles the bytecode the measured runs load
             measured(cmd, root, env)
+        alone = {**env, "RAGRAF_NO_SERVER": "1"}
+        served_env = {**env, "RAGRAF_SOCKET_DIR": str(work / "sockets")}
+        server = start_server(root, served_env)
         samples: dict[str, list[float]] = {name: [] for name in cmds}
-        for i in range(args.repeat):
-            log(f"round {i + 1}/{args.repeat} (load {os.getloadavg()[0]:.1f})")
-            for name, cmd in cmds.items():
-                samples[name].append(measured(cmd, root, env))
+        served: dict[str, list[float]] = {name: [] for name in cmds}
+        spent: dict[str, float] = dict.fromkeys(cmds, 0.0)
+        try:
+            for _ in range(2):  # unmeasured: the server's second guard of the root arms its watch
+                for cmd in cmds.values():
+                    measured(cmd, root, served_env)
+            for i in range(args.repeat):
+                log(f"round {i + 1}/{args.repeat} (load {os.getloadavg()[0]:.1f})")
+                for name, cmd in cmds.items():
+                    samples[name].append(measured(cmd, root, alone))
+                    before = server_cpu(server.pid)
+                    served[name].append(measured(cmd, root, served_env))
+                    spent[name] += server_cpu(server.pid) - before
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
         cpu = {name: statistics.median(values) for name, values in samples.items()}
+        client = {name: statistics.median(values) for name, values in served.items()}
+        server_s = {name: spent[name] / args.repeat for name in cmds}
         floor, rg = cpu["git status"], cpu["rg -n QuerySet"]
         rows = {
             name: {
@@ -139,6 +186,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "samples": [round(v, 4) for v in samples[name]],
                 "vs_git_status": round(cpu[name] / floor, 2) if floor else None,
                 "vs_rg": round(cpu[name] / rg, 2) if rg else None,
+                "served_cpu_s": round(client[name], 4),
+                "served_samples": [round(v, 4) for v in served[name]],
+                "served_vs_git_status": round(client[name] / floor, 2) if floor else None,
+                "server_cpu_s": round(server_s[name], 4),  # mean: /proc ticks are 10 ms
+                "served_sum_vs_git_status": round((client[name] + server_s[name]) / floor, 2)
+                if floor
+                else None,
             }
             for name in cmds
         }
@@ -163,10 +217,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def render(result: dict[str, Any]) -> str:
     lines = [
         f"{result['files']} files, median of {result['repeat']} rounds, load {result['load']}",
-        f"{'command':<48} {'cpu-s':>7} {'x git status':>13} {'x rg':>6}",
+        f"{'':<48} {'in process':^28} {'with a running ragraf serve':^40}",
+        f"{'command':<48} {'cpu-s':>7} {'x git status':>13} {'x rg':>6} {'client':>7} {'x git st':>9}"
+        f" {'server':>7} {'sum x git st':>13}",
     ]
     for name, row in result["rows"].items():
-        lines.append(f"{name:<48} {row['cpu_s']:>7.3f} {row['vs_git_status']:>13.2f} {row['vs_rg']:>6.2f}")
+        lines.append(
+            f"{name:<48} {row['cpu_s']:>7.3f} {row['vs_git_status']:>13.2f} {row['vs_rg']:>6.2f}"
+            f" {row['served_cpu_s']:>7.3f} {row['served_vs_git_status']:>9.2f} {row['server_cpu_s']:>7.3f}"
+            f" {row['served_sum_vs_git_status']:>13.2f}"
+        )
     lines.append(
         f"target: every ragraf read and the no-change index <= {result['target_vs_git_status']}x git status"
     )

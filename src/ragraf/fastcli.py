@@ -24,11 +24,14 @@ READS = frozenset(
      "map", "related", "drift", "revisions", "changes"}
 )  # fmt: skip
 _NOT_FORWARDED = {  # options that read a file or stdin relative to the caller, or write one
-    "search": ("--queries-file",),
+    "search": ("--queries",),
     "impact": ("--diff",),
     "changes": ("-o", "--output"),
 }
 _HELP = ("-h", "--help")
+# `index` too, when it is the plain incremental run (the server takes it only when its watch saw no
+# change, so a run that has work to do shows its progress here and Ctrl-C stops it).
+_INDEX_FLAGS = frozenset({"-q", "--quiet", "--json", "--no-wait", "--lexical-only"})
 _CLIENT_ONLY = ("RAGRAF_NO_SERVER", "RAGRAF_SOCKET_DIR")
 _ANSWERING_ENV = ("OPENAI_API_KEY", "XDG_CACHE_HOME", "HOME", "NO_COLOR", "FORCE_COLOR")
 ACK_TIMEOUT_S = 2.0  # a server busy with another command longer than this: answer here instead
@@ -61,7 +64,7 @@ def private_dir(path: str) -> bool:
 
 def requested_root(argv: list[str]) -> str | None:
     """The --root a read names ('.' when none), or None when argv is not a read a server answers."""
-    if not argv or argv[0] not in READS:
+    if not argv or (argv[0] not in READS and argv[0] != "index"):
         return None
     refused = _NOT_FORWARDED.get(argv[0], ())
     root, i = ".", 1
@@ -78,6 +81,10 @@ def requested_root(argv: list[str]) -> str | None:
             i += 1
         elif arg.startswith("--root="):
             root = arg[len("--root=") :]
+        elif argv[0] == "index" and arg not in _INDEX_FLAGS:
+            if arg != "--color" and not arg.startswith("--color="):
+                return None  # a PATH, --full, --dry-run: in process
+            i += arg == "--color"
         i += 1
     return root
 

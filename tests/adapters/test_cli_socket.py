@@ -5,6 +5,7 @@ prints in process; without a live server the CLI answers itself."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -150,6 +151,8 @@ def test_what_a_server_does_not_take_is_answered_in_process(repo: Path, env: dic
         assert client(("status",), repo / "src", env)[3] == "in-process"
         assert client(("gc",), repo, env)[3] == "in-process"
         assert client(("def", "-h"), repo, env)[3] == "in-process"
+        (repo / "queries.txt").write_text("retry backoff\n")  # a file relative to the caller
+        assert client(("search", "--queries", "queries.txt"), repo, env)[2:] == (0, "in-process")
         other = client(("def", "TCPConnector"), repo, env, RAGRAF_BUDGET_BYTES="2048")
         assert other[2] == 0 and other[3] == "in-process"
         # A request for a root the socket does not serve is refused at the socket itself.
@@ -221,3 +224,19 @@ def test_a_socket_folder_others_can_enter_is_not_used(repo: Path, env: dict[str,
         proc.stdin.close()
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_no_change_index_is_served_and_one_with_work_runs_in_process(
+    repo: Path, env: dict[str, str]
+) -> None:
+    with server(repo, env, "serve"):
+        out, err, code, who = client(("index", "--json"), repo, env)
+        assert (code, who) == (0, "server"), err
+        report = json.loads(out)
+        assert report["new_revision"] is False and report["files"]["modified"] == 0
+        (repo / "src/app/retry.py").write_text("def backoff_forever(fn):\n    return fn()\n")
+        out, err, code, who = client(("index", "--json"), repo, env)
+        assert (code, who) == (0, "in-process"), err  # its progress and Ctrl-C are the caller's
+        assert json.loads(out)["files"]["modified"] == 1
+        assert client(("index", "--full", "-q"), repo, env)[2:] == (0, "in-process")
+        assert client(("index", "src", "-q"), repo, env)[3] == "in-process"

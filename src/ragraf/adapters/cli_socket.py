@@ -294,11 +294,27 @@ class CliListener:
     def _takes(self, request: dict[str, Any], entry: _Root) -> bool:
         argv, cwd = request["argv"], request["cwd"]
         root = requested_root(argv)
-        if root is None or argv[0] not in READS or not os.path.isabs(cwd):
+        if root is None or argv[0] not in (*READS, "index") or not os.path.isabs(cwd):
             return False
         if os.path.realpath(os.path.join(cwd, root)) != str(entry.root):
             return False
-        return request["env"] == answering_env(os.environ, any(request["tty"]))
+        if request["env"] != answering_env(os.environ, any(request["tty"])):
+            return False
+        return argv[0] != "index" or _unchanged(entry.root)
+
+
+def _unchanged(root: Path) -> bool:
+    """Nothing changed on disk since the current revision (this process's guard, watched): a
+    `ragraf index` here is the no-change run; any other is the client's, with its progress."""
+    from ragraf.api import Index
+
+    try:
+        with Index.open(root, lazy_refresh_max_files=0) as idx:  # says what drifted, indexes nothing
+            env = idx.status(reindex_on_drift="warn")
+    except Exception:  # no index yet, a config error: the command's own run says so
+        return False
+    drift = env.results[0].get("drift", {}) if env.results and isinstance(env.results[0], dict) else None
+    return env.state == "fresh" and drift is not None and not any(drift.get(k) for k in drift)
 
 
 def _read_request(conn: socket.socket) -> dict[str, Any] | None:
