@@ -8,9 +8,16 @@ Offline, numpy + onnxruntime + tokenizers only, deterministic:
 2. PCA (an SVD of the centred table) keeps the first `--dims` components;
 3. each row is weighted by SIF, a / (a + p(token)), with p from token counts over `--corpus`
    folders of code (ragraf tokenizes them as it tokenizes chunks), or by Zipf over the token ids;
-4. rows are stored as int8 with one float32 scale per row, in one .npz with the recipe's metadata.
+4. optionally (`--remove K`, SIF's second step) the first K directions that chunks of the
+   `--corpus` code share are projected out of every row;
+5. rows are stored as int8 with one float32 scale per row, in one .npz with the recipe's metadata.
 
-    python scripts/derive_static.py --out src/ragraf/embed/data/minilm-static/static.npz
+Variants: `--contextual N` averages each token's outputs over N chunks of code (shrunk towards
+its vector alone by `--prior`), `--refine N` fits the rows to the transformer's chunk vectors.
+The shipped table (docs/embeddings.md):
+
+    python scripts/derive_static.py --corpus /usr/lib/python3.11 --corpus /usr/lib/node_modules \
+        --sif 1e-5 --remove 2 --out src/ragraf/embed/data/minilm-static/static.npz
     python scripts/derive_static.py --dims 128 --weighting zipf --out /tmp/variant.npz
 
 The transformer pass is cached in `--work` (the step every variant shares: ~30,000 inputs).
@@ -72,6 +79,55 @@ def token_vectors(work: Path, batch: int = 256) -> np.ndarray:
     work.mkdir(parents=True, exist_ok=True)
     np.save(cached, out)
     return out
+
+
+def contextual_vectors(texts: list[str], work: Path, batch: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """Each vocabulary token's transformer output averaged over its occurrences in `texts` (the
+    sentence vector is the mean of these outputs, so their means are what a static mean should
+    reproduce), and how often each token occurred; (vocab, 384) float32 and (vocab,) counts; cached."""
+    key = hashlib.sha1("\0".join(texts).encode()).hexdigest()[:12]
+    cached = work / f"contextual-{key}.npz"
+    if cached.exists():
+        with np.load(cached) as npz:
+            return npz["sums"], npz["counts"]
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(MINILM.tokenizer))
+    tok.no_padding()
+    tok.enable_truncation(128)  # what the transformer sees of a chunk
+    ids = [e.ids for e in tok.encode_batch([camel_words(t) for t in texts])]
+    ort = _import_onnxruntime()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.log_severity_level = 3
+    session = ort.InferenceSession(
+        str(LocalEmbedder().weights_path()), options, providers=["CPUExecutionProvider"]
+    )
+    sums = np.zeros((tok.get_vocab_size(), MINILM.dim), dtype=np.float64)
+    counts = np.zeros(tok.get_vocab_size(), dtype=np.float64)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths: little padding
+    t0 = time.monotonic()
+    for b in range(0, len(order), batch):
+        part = [ids[i] for i in order[b : b + batch]]
+        width = max(len(seq) for seq in part)
+        input_ids = np.zeros((len(part), width), dtype=np.int64)
+        mask = np.zeros_like(input_ids)
+        for row, seq in enumerate(part):
+            input_ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+        (hidden,) = session.run(None, feed)
+        real = mask.astype(bool)
+        np.add.at(sums, input_ids[real], hidden[real].astype(np.float64))
+        np.add.at(counts, input_ids[real], 1.0)
+        if b // batch % 25 == 0:
+            print(
+                f"  contextual {b + len(part)}/{len(ids)} texts, {time.monotonic() - t0:.0f} s",
+                file=sys.stderr,
+            )
+    work.mkdir(parents=True, exist_ok=True)
+    np.savez(cached, sums=sums.astype(np.float32), counts=counts)
+    return sums.astype(np.float32), counts
 
 
 def token_counts(folders: list[Path], work: Path, camel: bool) -> np.ndarray:
@@ -204,6 +260,25 @@ def refine(table: np.ndarray, texts: list[str], targets: np.ndarray, epochs: int
     return table
 
 
+def remove_common(table: np.ndarray, texts: list[str], k: int) -> np.ndarray:
+    """SIF's common-component removal: the first `k` directions of the texts' static vectors (what
+    every chunk shares, not what tells one from another) projected out of every row, so out of
+    every mean too."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(MINILM.tokenizer))
+    tok.no_padding()
+    tok.enable_truncation(512)
+    means = []
+    for enc in tok.encode_batch([camel_words(t) for t in texts], add_special_tokens=False):
+        if enc.ids:
+            mean = table[np.asarray(enc.ids)].mean(axis=0)
+            means.append(mean / (np.linalg.norm(mean) or 1.0))
+    _, _, vt = np.linalg.svd(np.asarray(means, dtype=np.float64), full_matrices=False)
+    u = vt[:k]
+    return (table - (table @ u.T) @ u).astype(np.float32)
+
+
 def pca(table: np.ndarray, dims: int) -> np.ndarray:
     """The first `dims` principal components of the rows (signs fixed: deterministic)."""
     centred = table.astype(np.float64) - table.mean(axis=0)
@@ -237,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sif", type=float, default=SIF_A, help="the SIF coefficient a")
     ap.add_argument("--refine", type=int, default=0, help="refine on this many chunks of --train folders")
     ap.add_argument("--train", type=Path, action="append", default=[], help="code folders to refine on")
+    ap.add_argument("--contextual", type=int, default=0, help="average tokens' outputs over this many chunks")
+    ap.add_argument(
+        "--prior", type=float, default=2.0, help="the vocabulary pass counts as this many occurrences"
+    )
+    ap.add_argument("--remove", type=int, default=0, help="project out this many common directions")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--work", type=Path, default=Path("/tmp/ragraf-static-work"))
@@ -247,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     table = token_vectors(args.work)
     counts = token_counts(args.corpus, args.work, not args.no_camel) if args.weighting == "sif" else None
     sif = weights(args.weighting, counts, len(table), args.sif)[:, None]
+    if args.contextual:
+        # A token seen in context takes the mean of its outputs there, shrunk towards its vector alone.
+        sums, seen = contextual_vectors(training_texts(args.train or args.corpus, args.contextual), args.work)
+        table = (sums + args.prior * table) / (seen + args.prior)[:, None]
     if args.refine:
         # Refined in the transformer's own space (its vectors are the targets), reduced afterwards.
         texts = training_texts(args.train or args.corpus, args.refine)
@@ -255,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         reduced = pca(table, args.dims) if args.dims < table.shape[1] else table
         reduced = reduced * sif
+    if args.remove:
+        reduced = remove_common(reduced, training_texts(args.train or args.corpus, 4000), args.remove)
     recipe = {
         "format": STATIC_FORMAT,
         "source": f"{MINILM.name}@{MINILM.sha256[:12]}",
@@ -264,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
         "camel": not args.no_camel,
         "corpus_tokens": int(counts.sum()) if counts is not None else 0,
         "refined_on": args.refine,
+        "removed": args.remove,
+        "contextual": args.contextual,
+        "prior": args.prior if args.contextual else 0,
         "epochs": args.epochs if args.refine else 0,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
