@@ -261,7 +261,8 @@ class LiveLoop:
         except Superseded:
             return
         except LockHeldError:
-            return  # another indexer runs: it embeds too, or the next quiet moment does
+            self._wait_for_lock()  # another indexer runs: it embeds too, or the next quiet moment does
+            return
         except Exception as exc:  # a provider or store failure: the lexical revision answers meanwhile
             self.on_note(
                 f"embedding stopped: {getattr(exc, 'message', None) or f'{type(exc).__name__}: {exc}'}"
