@@ -158,7 +158,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return 0.0
 
         def new_file(n: int) -> float:
-            folder = root / sorted({str(Path(p).parent) for p in tracked(bench) if "/" in p})[n % 7]
+            # Folders that hold indexed source (not Django.egg-info, which the rules leave out).
+            folder = (
+                root
+                / sorted({str(Path(p).parent) for p in tracked(bench) if "/" in p and p.endswith(".py")})[
+                    n % 7
+                ]
+            )
             (folder / f"change_cost_{time.time_ns()}.py").write_text(f"def added_{n}():\n    return {n}\n")
             return 0.0
 
@@ -168,10 +174,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             state["on"] = "switch" if state["on"] == "main" else "main"
             return bench.git("checkout", "-q", state["on"])[0]
 
-        change("no_change", nothing)
-        change("edit", edit)
-        change("new_file", new_file)
-        change("switch", switch)
+        for name, make in (
+            ("no_change", nothing),
+            ("edit", edit),
+            ("new_file", new_file),
+            ("switch", switch),
+        ):
+            if not args.only or name in args.only:
+                change(name, make)
         return {
             "corpus": str(source), "files": files, "repeat": args.repeat, "switch_files": args.switch,
             "cold_index_cpu_s": round(cold_cpu, 1) if fresh else None, "cold_files": cold.get("files"),
@@ -198,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--switch", type=int, default=150, help="files the two branches differ in")
     ap.add_argument("--repeat", type=int, default=3, help="measurements per change (median kept)")
+    ap.add_argument("--only", action="append", choices=("no_change", "edit", "new_file", "switch"),
+                    help="measure only this change (repeatable)")  # fmt: skip
     ap.add_argument("--work", type=Path, help="a work folder to prepare, or reuse when already prepared")
     ap.add_argument("--tmp", default=None, help="where the temporary copy goes (default: the system temp)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy")
