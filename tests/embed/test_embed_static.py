@@ -35,6 +35,34 @@ def test_vectors_are_unit_length_deterministic_and_independent_of_their_batch() 
     assert embedder.embed_query(texts[1]) @ embedder.embed(["parse JSON body of a request"])[0] > 0.5
 
 
+def test_word_by_word_tokenizing_gives_the_tokenizers_own_ids() -> None:
+    from tokenizers import Tokenizer
+
+    from ragraf.embed.static import TOKENIZER
+    from ragraf.tokens import camel_words
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(512)
+    texts = [
+        *SAMPLE.values(),
+        "class HTTPServer(BaseServer):\n    def getUserName2(self) -> str: return self._user_name  # id42",
+        "a" * 150 + " " + "xY" * 80,  # words past WordPiece's 100 characters are [UNK]
+        "parse(" * 400,  # past 512 tokens: cut as the tokenizer cuts
+        "caf\u00e9 na\u00efve \u4e2d\u6587 \U0001f600 safeParse",  # not ASCII: tokenized whole
+        "ctrl\x01chars\x7fjoin up",  # characters the normalizer deletes: tokenized whole
+        "tabs\tand\r\nnewlines;;;{}[]()<>=+-*/%&|^~!@#$`'\"\\?.,:",
+        "",
+    ]
+    embedder = StaticEmbedder()
+    for _ in range(2):  # the second time from the word cache
+        got = embedder.token_ids(texts)
+        want = [
+            e.ids for e in tokenizer.encode_batch([camel_words(t) for t in texts], add_special_tokens=False)
+        ]
+        assert got == want
+
+
 @pytest.mark.parametrize("text", ["", "!!!! ???? ;;;; {}[]()", "\u2603\u2603 \U0001f600 \x00", "   \n\t"])
 def test_punctuation_empty_and_unknown_text_get_a_finite_unit_vector(text: str) -> None:
     vector = StaticEmbedder().embed([text])[0]

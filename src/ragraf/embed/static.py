@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
+import re
 import tempfile
 import threading
 import zipfile
@@ -32,6 +34,12 @@ TOKENIZER = _DATA / "all-MiniLM-L6-v2" / "tokenizer.json"  # the transformer's o
 # Tokens per text: the table costs the same per token at any length, so a chunk's whole embedded
 # head counts (the transformer stops at 128).
 MAX_TOKENS = 512
+# BERT's pre-tokenizer on ASCII text: runs of letters and digits, and each other visible character
+# alone. A text of such words is tokenized word by word through a cache (code repeats its words),
+# 4-5x less CPU than the tokenizer over the whole text, the same ids.
+_WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what the normalizer deletes
+_WORD_CACHE = 200_000  # distinct words kept (~40 MB at most), then the cache starts again
 _FIX = "pip install --force-reinstall ragraf (or set RAGRAF_EMBEDDER=none for lexical-only search)"
 
 
@@ -101,6 +109,7 @@ class StaticEmbedder:
         self._tokenizer: Any = None
         self._model_id = ""
         self._unknown = 0
+        self._words: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -149,11 +158,10 @@ class StaticEmbedder:
         assert self._table is not None
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        encoded = self._tokenizer.encode_batch([camel_words(t) for t in texts], add_special_tokens=False)
-        ids = [e.ids or [self._unknown] for e in encoded]
+        ids = [seq or [self._unknown] for seq in self.token_ids(texts)]
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         self.tokens_used += int(lengths.sum())
-        flat = np.fromiter((t for seq in ids for t in seq), dtype=np.int64, count=int(lengths.sum()))
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
         # Each text's distinct tokens once, weighted by their count: code repeats its tokens, so
         # this gathers a third of the rows (the numpy side 2,400 -> 8,900 chunks per CPU-second).
         vocab = len(self._table)
@@ -162,6 +170,36 @@ class StaticEmbedder:
         starts = np.searchsorted(rows, np.arange(len(ids)))  # every text has a token: no empty segment
         sums = np.add.reduceat(self._table[tokens] * counts[:, None].astype(np.float32), starts, axis=0)
         return normalize(sums)
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's WordPiece ids as the tokenizer gives them for camel_words(text), up to max_tokens:
+        an ASCII text word by word through the cache, any other text whole."""
+        self.load()
+        words, out = self._words, [[] for _ in texts]
+        whole = [i for i, t in enumerate(texts) if not t.isascii() or _CONTROL.search(t)]
+        if whole:
+            encoded = self._tokenizer.encode_batch(
+                [camel_words(texts[i]) for i in whole], add_special_tokens=False
+            )
+            for i, e in zip(whole, encoded, strict=True):
+                out[i] = e.ids
+        skip = set(whole)
+        for i, text in enumerate(texts):
+            if i in skip:
+                continue
+            found = _WORD.findall(text)
+            new = [w for w in set(found) if w not in words]
+            if new:
+                if len(words) + len(new) > _WORD_CACHE:
+                    words.clear()
+                    new = list(set(found))
+                encoded = self._tokenizer.encode_batch(
+                    [camel_words(w) for w in new], add_special_tokens=False
+                )
+                words.update((w, e.ids) for w, e in zip(new, encoded, strict=True))
+            seq = list(itertools.chain.from_iterable(words[w] for w in found))
+            out[i] = seq[: self.max_tokens]
+        return out
 
     def embed_query(self, text: str) -> np.ndarray:
         """Queries and documents are embedded alike."""
