@@ -13,7 +13,7 @@ from support import SAMPLE, cli_json, write
 from ragraf import Index
 from ragraf.embed.errors import ModelFileError
 from ragraf.embed.static import TABLE, StaticEmbedder, load_table, pack_table
-from ragraf.search.tiers import merge_by_share
+from ragraf.search.tiers import fuse_tiers
 from ragraf.store import ChunkHit
 
 
@@ -175,18 +175,18 @@ def test_changing_the_static_table_rebuilds_and_reembeds_only_that_tier(
     assert again["embeddings"]["computed"] == 0  # the transformer's vectors stayed with their chunks
 
 
-def test_merge_by_share_takes_each_list_in_proportion_to_its_coverage() -> None:
-    def hits(prefix: str, n: int) -> list[ChunkHit]:
-        return [
-            ChunkHit(i + (0 if prefix == "t" else 100), f"{prefix}{i}", 1, 1, None, "", 1.0 - i / 10)
-            for i in range(n)
-        ]
+def test_fuse_tiers_ranks_by_both_tiers_the_transformer_counting_more() -> None:
+    def hit(chunk_id: int) -> ChunkHit:
+        return ChunkHit(chunk_id, f"c{chunk_id}", 1, 1, None, "", 0.0)
 
-    merged = merge_by_share(hits("t", 10), hits("s", 10), 0.25, 8)
-    paths = [h.path for h in merged]
-    # keys: static (j + .5) / .75 = .67, 2, 3.3, 4.7, 6, 7.3; transformer (i + .5) / .25 = 2, 6
-    assert paths == ["s0", "t0", "s1", "s2", "s3", "t1", "s4", "s5"]
-    assert [h.score for h in merged] == sorted((h.score for h in merged), reverse=True)
+    # The transformer has embedded chunks 1-3; the static tier ranks all of them.
+    transformer = [hit(3), hit(1), hit(2)]
+    static = [hit(1), hit(7), hit(8), hit(9), hit(3)]
+    fused = fuse_tiers(transformer, static, 5)
+    # 1: 2/102 + 1/101 (both judge it near), 3: 2/101 + 1/105, 2: 2/103; static alone 7: 1/102
+    assert [h.chunk_id for h in fused] == [1, 3, 2, 7, 8]
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
+    assert [h.chunk_id for h in fuse_tiers([], static, 3)] == [1, 7, 8]
 
 
 def test_the_same_content_at_a_second_path_needs_no_static_vector_again(tmp_path: Path) -> None:
