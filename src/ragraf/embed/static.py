@@ -184,21 +184,17 @@ class StaticEmbedder:
             for i, e in zip(whole, encoded, strict=True):
                 out[i] = e.ids
         skip = set(whole)
-        for i, text in enumerate(texts):
-            if i in skip:
-                continue
-            found = _WORD.findall(text)
-            new = [w for w in set(found) if w not in words]
-            if new:
-                if len(words) + len(new) > _WORD_CACHE:
-                    words.clear()
-                    new = list(set(found))
-                encoded = self._tokenizer.encode_batch(
-                    [camel_words(w) for w in new], add_special_tokens=False
-                )
-                words.update((w, e.ids) for w, e in zip(new, encoded, strict=True))
-            seq = list(itertools.chain.from_iterable(words[w] for w in found))
-            out[i] = seq[: self.max_tokens]
+        found = {i: _WORD.findall(t) for i, t in enumerate(texts) if i not in skip}
+        distinct = set(itertools.chain.from_iterable(found.values()))
+        new = [w for w in distinct if w not in words]
+        if new:  # the batch's new words in one call
+            if len(words) + len(new) > _WORD_CACHE:
+                words.clear()
+                new = list(distinct)
+            encoded = self._tokenizer.encode_batch([camel_words(w) for w in new], add_special_tokens=False)
+            words.update((w, e.ids) for w, e in zip(new, encoded, strict=True))
+        for i, seq in found.items():
+            out[i] = list(itertools.chain.from_iterable(words[w] for w in seq))[: self.max_tokens]
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
