@@ -9,12 +9,14 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from ragraf.corpus.extract import Unindexable, extract, is_utf8
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason, is_secret
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ def read_ignore_file(path: Path, warnings: list[str] | None = None, shown: str =
     lines = data[:IGNORE_FILE_MAX_BYTES].decode("utf-8", errors="replace").splitlines()
     if not lines:
         return None
+    from pathspec import GitIgnoreSpec  # a fifth of a read's imports: only when an ignore file is read
+
     try:
         return GitIgnoreSpec.from_lines(lines)
     except Exception:  # noqa: BLE001 - pathspec raises ValueError or re.error; found line by line below
@@ -476,13 +480,10 @@ def _ignored(root: Path, paths: list[str], folder: bool = False) -> set[str] | N
         return None
     asked = [".", *(f"{p}/" if folder else p for p in paths)]
     try:
-        out = subprocess.run(
+        out = run_watched(
             ["git", "-c", "core.quotepath=off", "check-ignore", "-z", "--stdin"],
-            cwd=root,
+            root,
             input="\0".join(asked).encode("utf-8", errors="surrogateescape") + b"\0",
-            capture_output=True,
-            timeout=60 + len(paths) / 1000,
-            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
