@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragraf.store.sqlite.sql import unpack_text
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "reliability" / "results"
 
@@ -211,8 +213,8 @@ def revision_digest(db: sqlite3.Connection, rev_no: int) -> str:
         "ORDER BY m.path, c.ord",
         (rev_no,),
     )
-    for row in rows:
-        h.update(json.dumps(row).encode())
+    for *row, text in rows:
+        h.update(json.dumps([*row, unpack_text(text)]).encode())
     facts = db.execute(
         "SELECT m.path, f.kind, f.name, f.line, f.end_line FROM manifest m JOIN facts f "
         "ON f.content_id = m.content_id WHERE m.rev_no = ? ORDER BY m.path, f.line, f.name, f.kind",

@@ -198,6 +198,7 @@ def check_vectors(db_path: Path, cache_dir: Path, model_id: str, shape: str) -> 
     from ragraf.embed.cache import CACHE_FILE, cache_key
     from ragraf.index.embedding import embed_text
     from ragraf.store import ChunkHit
+    from ragraf.store.sqlite.sql import unpack_text
 
     def expected(text: str) -> np.ndarray:
         v = np.asarray(fake_vector(text), dtype=np.float64)
@@ -215,7 +216,8 @@ def check_vectors(db_path: Path, cache_dir: Path, model_id: str, shape: str) -> 
         texts_of: dict[int, list[str]] = {}
         for cid, (content_id, start, end, symbol, text) in chunks.items():
             texts_of[cid] = [
-                embed_text(ChunkHit(cid, p, start, end, symbol, text, 0.0)) for p in paths.get(content_id, [])
+                embed_text(ChunkHit(cid, p, start, end, symbol, unpack_text(text), 0.0))
+                for p in paths.get(content_id, [])
             ]
         for chunk_id, model, dim, blob in db.execute("SELECT chunk_id, model, dim, vec FROM vectors"):
             counts["index_vectors"] += 1

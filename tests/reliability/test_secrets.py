@@ -85,9 +85,11 @@ def test_dry_run_and_the_manifest_hold_no_secret(repo: Path) -> None:
     _no_secret_in(json.dumps(status))
     import sqlite3
 
+    from ragraf.store.sqlite.sql import unpack_text
+
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         paths = {r[0] for r in conn.execute("SELECT path FROM manifest")}
-        texts = "\n".join(r[0] for r in conn.execute("SELECT text FROM chunks"))
+        texts = "\n".join(unpack_text(r[0]) for r in conn.execute("SELECT text FROM chunks"))
     assert paths == set(NORMAL)
     _no_secret_in(texts)
 
