@@ -4,7 +4,8 @@ For each Python project (the sdists of graph_quality.py, unpacked under --work),
 drawn with a fixed seed from the project's own (non-test) files; each is resolved by ragraf's code
 graph (facts/graph.py, as `ragraf callees` does) and by jedi's static inference (`goto` with
 imports followed), the label. A site jedi sends into the project is *internal*; one it sends to
-the standard library, a dependency or a builtin is *external*; one it cannot infer is left out.
+the standard library, a dependency or a builtin is *external*; one it cannot infer, or infers to
+a parameter or variable holding a callable (`key(x)`), is left out.
 
 - recall: of the internal sites, the share ragraf resolves with the labelled definition among
   its targets;
@@ -80,13 +81,18 @@ def label(script, line: int, col: int, root: Path) -> tuple[str, str | None, int
         found = script.goto(line, col, follow_imports=True)
     except Exception:  # jedi's own failure on odd code: not judged
         return ("unknown", None, None)
-    inside = []
+    inside, other = [], []
     for d in found:
         path = d.module_path
         if path is not None and Path(path).resolve().is_relative_to(root) and d.line:
-            inside.append((Path(path).resolve().relative_to(root).as_posix(), d.line))
+            # a parameter or a variable holding a callable is no definition to resolve to
+            (inside if d.type in ("function", "class") else other).append(
+                (Path(path).resolve().relative_to(root).as_posix(), d.line)
+            )
     if inside:
         return ("internal", *inside[0])
+    if other:
+        return ("unknown", None, None)
     return ("external", None, None) if found else ("unknown", None, None)
 
 
