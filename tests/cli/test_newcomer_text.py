@@ -23,7 +23,8 @@ def _tree(tmp_path: Path) -> Path:
     else:
         write(root, SAMPLE)
     write(root, SAMPLE)
-    first = sorted(p for p in root.rglob("*.js") if p.stat().st_size > 200)[0]
+    # a source file of some size (express's .js, or the sample's own files where express is not laid out)
+    first = sorted(p for p in root.rglob("*") if p.suffix in (".js", ".py") and p.stat().st_size > 200)[0]
     write(
         root,
         {
