@@ -113,6 +113,16 @@ REPORT_SCHEMA: dict[str, Any] = {
     },
 }
 _STRING = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
+# the arguments the graph tools share
+_DEFINITION_NAME = {**_STRING, "maxLength": 500, "description": "A definition's name (Class.method narrows)."}
+_DEPTH = {
+    "type": "integer", "minimum": 0, "maximum": 1000, "default": 1,
+    "description": "Hops to follow (more than 10 is clamped).",
+}  # fmt: skip
+_NODE_BUDGET = {
+    "type": "integer", "minimum": 1, "maximum": 5000, "default": 200,
+    "description": "At most this many definitions; the rest are counted.",
+}  # fmt: skip
 FILE_PATH = {
     "type": "string",
     "minLength": 1,
@@ -292,25 +302,9 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         "list.reverse() is not a caller of the project's reverse. Use it before changing a function's "
         "behaviour or signature.",
         {
-            "name": {
-                **_STRING,
-                "maxLength": 500,
-                "description": "A definition's name (Class.method narrows).",
-            },
-            "depth": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 1000,
-                "default": 1,
-                "description": "Hops to follow (more than 10 is clamped).",
-            },
-            "budget": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 5000,
-                "default": 200,
-                "description": "At most this many definitions; the rest are counted.",
-            },
+            "name": _DEFINITION_NAME,
+            "depth": _DEPTH,
+            "budget": _NODE_BUDGET,
         },
         ("name",),
         "callers",
@@ -322,26 +316,10 @@ TOOL_LIST: tuple[ToolSpec, ...] = (
         "The definitions around NAME to a depth: its callers (direction in), its callees (out) or both, "
         "each node as path:line with its distance and its edges (call, reference, import; with line).",
         {
-            "name": {
-                **_STRING,
-                "maxLength": 500,
-                "description": "A definition's name (Class.method narrows).",
-            },
-            "depth": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 1000,
-                "default": 1,
-                "description": "Hops to follow (more than 10 is clamped).",
-            },
+            "name": _DEFINITION_NAME,
+            "depth": _DEPTH,
             "direction": {"enum": ["in", "out", "both"], "default": "both"},
-            "budget": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 5000,
-                "default": 200,
-                "description": "At most this many definitions; the rest are counted.",
-            },
+            "budget": _NODE_BUDGET,
         },
         ("name",),
         "graph",
