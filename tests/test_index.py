@@ -666,6 +666,22 @@ def test_a_read_only_index_home_is_named_not_called_damaged(sample: Path) -> Non
     assert error["code"] == "store" and "--full" not in error["suggest"], error
 
 
+@pytest.mark.parametrize("in_git", [False, True])
+def test_an_index_home_inside_the_root_is_not_indexed(tmp_path: Path, in_git: bool) -> None:
+    root = tmp_path / "proj"
+    write(root, {"src/a.py": "def alpha():\n    return 1\n"})
+    if in_git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    env = {**os.environ, "RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(root / "idxhome")}
+    cmd = [sys.executable, "-m", "ragraf.cli", "index", "--json", "--root", str(root)]
+    runs = [json.loads(subprocess.run(cmd, capture_output=True, text=True, env=env).stdout) for _ in range(2)]
+    assert runs[0]["files"]["added"] == 1 and not runs[0]["skipped_files"], runs[0]
+    assert runs[1]["files"] == {"added": 0, "modified": 0, "deleted": 0, "unchanged": 1}, runs[1]
+    if in_git:
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+        assert "idxhome" not in status.stdout, status.stdout
+
+
 def test_doctor_says_facts_answer_where_they_do(sample: Path) -> None:
     idx = Index.open(sample)
     idx.index()

@@ -17,6 +17,15 @@ from types import TracebackType
 from ragraf.errors import LockHeldError, StoreError
 
 
+def keep_out_of_listings(home: Path) -> None:
+    """A `.gitignore` of `*` in the index home, as pytest and mypy leave in their caches: a home
+    inside the indexed root (RAGRAF_HOME under any name) is then neither indexed nor shown by
+    `git status`."""
+    marker = home / ".gitignore"
+    if not marker.exists():
+        marker.write_text("# Created by ragraf: the index home is not part of the project.\n*\n")
+
+
 class WriterLock:
     """Exclusive flock; the kernel releases it when the holder dies, so a crash never wedges it.
 
@@ -43,6 +52,7 @@ class WriterLock:
     def acquire(self, on_wait: Callable[[str], object] | None = None) -> None:
         try:
             self.queue.mkdir(parents=True, exist_ok=True)
+            keep_out_of_listings(self.path.parent)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise _unwritable(self.path, exc) from None
