@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
+import shutil
+import subprocess
 import sys
 import sysconfig
 import time
@@ -96,6 +99,28 @@ def label(script, line: int, col: int, root: Path) -> tuple[str, str | None, int
     return ("external", None, None) if found else ("unknown", None, None)
 
 
+def judge(tally: Tally, hit, site, kind: str, at: list[tuple[str, int]], rows: bool) -> None:  # type: ignore[no-untyped-def]
+    """Count one site: `kind` is the label's (internal, external, unknown), `at` its definitions."""
+    tally.sites += 1
+    targets = [(t.path, t.line, t.end_line) for t in site.targets]
+    hold = kind == "internal" and any(p == lp and a <= ll <= b for p, a, b in targets for lp, ll in at)
+    if kind == "unknown":
+        tally.unknown += 1
+    else:
+        tally.internal += kind == "internal"
+        tally.external += kind == "external"
+        tally.found += hold
+        tally.alone += hold and len(targets) == 1
+        tally.resolved += bool(targets)
+        tally.wrong += bool(targets) and not hold
+    if rows and kind != "unknown" and not (hold and len(targets) == 1) and (targets or kind == "internal"):
+        tally.rows.append({
+            "site": f"{hit.path}:{hit.line}", "name": hit.name, "receiver": site.receiver,
+            "how": site.how, "label": kind if kind != "internal" else ", ".join(f"{p}:{n}" for p, n in at),
+            "targets": [f"{p}:{a}" for p, a, _ in targets], "why": site.why,
+        })  # fmt: skip
+
+
 def campaign(name: str, work: Path, sites: int, seed: int, rows: bool) -> Tally:
     import jedi  # a benchmark-only dependency: pip install 'ragraf[bench]'
 
@@ -107,14 +132,7 @@ def campaign(name: str, work: Path, sites: int, seed: int, rows: bool) -> Tally:
     with Index.open(root, home=str(home), embedder="none") as idx:
         store, rev = idx.store(), idx._current()
         graph = CodeGraph(store, rev.rev_no)
-        calls = [
-            h
-            for path, _ in store.manifest_hashes(rev.rev_no)
-            if path.endswith(".py") and not is_test_path(path)
-            for h in store.find_facts(rev.rev_no, "ref", path=path, limit=100_000)
-            if h.is_call
-        ]
-        random.Random(seed).shuffle(calls)
+        calls = drawn(store, rev.rev_no, (".py",), seed)
         # the project's own source and the standard library only: an installed copy of the
         # project (or its dependencies) in this interpreter must not answer for it
         stdlib = [sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")]
@@ -132,29 +150,90 @@ def campaign(name: str, work: Path, sites: int, seed: int, rows: bool) -> Tally:
             started = time.process_time()
             site = graph.resolve(hit)
             tally.seconds += time.process_time() - started
-            tally.sites += 1
-            targets = [(t.path, t.line, t.end_line) for t in site.targets]
-            hold = kind == "internal" and any(p == lpath and a <= lline <= b for p, a, b in targets)
-            if kind == "unknown":
-                tally.unknown += 1
-            else:
-                tally.internal += kind == "internal"
-                tally.external += kind == "external"
-                tally.found += hold
-                tally.alone += hold and len(targets) == 1
-                tally.resolved += bool(targets)
-                tally.wrong += bool(targets) and not hold
-            if (
-                rows
-                and kind != "unknown"
-                and not (hold and len(targets) == 1)
-                and (targets or kind == "internal")
-            ):
-                tally.rows.append({
-                    "site": f"{hit.path}:{hit.line}", "name": hit.name, "receiver": site.receiver,
-                    "how": site.how, "label": kind if kind != "internal" else f"{lpath}:{lline}",
-                    "targets": [f"{p}:{a}" for p, a, _ in targets], "why": site.why,
-                })  # fmt: skip
+            judge(tally, hit, site, kind, [(lpath, lline)] if kind == "internal" else [], rows)
+    return tally
+
+
+DATA = Path(__file__).resolve().parent / "data"
+ORACLES = Path(__file__).resolve().parent / "oracles"
+
+
+@dataclass(frozen=True)
+class Language:
+    suffixes: tuple[str, ...]
+    projects: dict[str, Path]  # name -> the folder of its sources, copied to --work and indexed
+    install: str  # how to get the projects and the oracle
+
+
+LANGUAGES = {
+    "ts": Language(
+        (".ts", ".tsx"),
+        {"zod": DATA / "zod/packages/zod/src", "trpc": DATA / "trpc/packages/server/src"},
+        "python benchmarks/corpora.py; npm install --prefix TOOLS/ts typescript@5",
+    ),
+}
+
+
+def drawn(store, rev_no: int, suffixes: tuple[str, ...], seed: int) -> list:  # type: ignore[no-untyped-def]
+    """The call sites of the project's own (non-test) files, shuffled with the seed."""
+    calls = [
+        h
+        for path, _ in store.manifest_hashes(rev_no)
+        if path.endswith(suffixes) and not is_test_path(path)
+        for h in store.find_facts(rev_no, "ref", path=path, limit=100_000)
+        if h.is_call
+    ]
+    random.Random(seed).shuffle(calls)
+    return calls
+
+
+def oracle(lang: str, root: Path, asks: list[dict], tools: Path) -> list[dict]:
+    """The labels of the language's compiler or analyser: [{"kind": …, "at": [[path, line], …]}]."""
+    ask = root.parent / f"{root.name}-sites.json"
+    ask.write_text(json.dumps({"root": str(root), "sites": asks}))
+    if lang == "ts":
+        modules = tools / "ts" / "node_modules"
+        if not (modules / "typescript").is_dir():
+            raise SystemExit(f"the labels come from the TypeScript compiler: {LANGUAGES[lang].install}")
+        cmd = ["node", str(ORACLES / "ts_callees.js"), str(ask)]
+        env = {**os.environ, "NODE_PATH": str(modules)}
+    else:
+        raise SystemExit(f"no oracle for {lang}")
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if out.returncode != 0:
+        raise SystemExit(f"the {lang} oracle failed: {out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout)
+
+
+def labelled_campaign(
+    lang: str, name: str, work: Path, sites: int, seed: int, rows: bool, tools: Path
+) -> Tally:
+    """One project of another language: its sites labelled by the oracle, resolved by ragraf."""
+    source = LANGUAGES[lang].projects[name]
+    if not source.is_dir():
+        raise SystemExit(f"{source} is missing: {LANGUAGES[lang].install}")
+    root = (work / f"{lang}-{name}").resolve()
+    if not root.is_dir():
+        shutil.copytree(source, root, symlinks=False)
+    home = work / f"home-{lang}-{name}"
+    graph_quality.ragraf(root, home, "index")
+    tally = Tally()
+    with Index.open(root, home=str(home), embedder="none") as idx:
+        store, rev = idx.store(), idx._current()
+        graph = CodeGraph(store, rev.rev_no)
+        chosen, asks = [], []
+        for hit in drawn(store, rev.rev_no, LANGUAGES[lang].suffixes, seed):
+            if len(chosen) >= sites:
+                break
+            col = column_of(graph.line(hit.path, hit.line), hit.name)
+            if col is not None:
+                chosen.append(hit)
+                asks.append({"path": hit.path, "line": hit.line, "col": col, "name": hit.name})
+        for hit, lab in zip(chosen, oracle(lang, root, asks, tools), strict=True):
+            started = time.process_time()
+            site = graph.resolve(hit)
+            tally.seconds += time.process_time() - started
+            judge(tally, hit, site, lab["kind"], [(p, n) for p, n in lab["at"]], rows)
     return tally
 
 
@@ -162,22 +241,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--projects", default=",".join(graph_quality.PROJECTS))
+    parser.add_argument("--lang", choices=["python", *LANGUAGES], default="python")
+    parser.add_argument("--projects", help="comma-separated; default: all of the language's")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragraf-graph-quality"))
+    parser.add_argument(
+        "--tools", type=Path, default=Path("/tmp/ragraf-oracles"), help="where the oracles are installed"
+    )
     parser.add_argument("--sites", type=int, default=100, help="call sites drawn per project")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rows", action="store_true", help="the sites not resolved to the label alone")
     args = parser.parse_args()
-    try:
-        import jedi  # noqa: F401
-    except ImportError:
-        raise SystemExit("the labels come from jedi: pip install 'ragraf[bench]'") from None
+    if args.lang == "python":
+        try:
+            import jedi  # noqa: F401
+        except ImportError:
+            raise SystemExit("the labels come from jedi: pip install 'ragraf[bench]'") from None
+    names = args.projects or ",".join(
+        graph_quality.PROJECTS if args.lang == "python" else LANGUAGES[args.lang].projects
+    )
     args.work.mkdir(parents=True, exist_ok=True)
     out: dict[str, dict] = {}
     total = Tally()
-    for name in args.projects.split(","):
-        tally = campaign(name, args.work, args.sites, args.seed, args.rows)
+    for name in names.split(","):
+        if args.lang == "python":
+            tally = campaign(name, args.work, args.sites, args.seed, args.rows)
+        else:
+            tally = labelled_campaign(
+                args.lang, name, args.work, args.sites, args.seed, args.rows, args.tools
+            )
         out[name] = {**tally.figures(), **({"rows": tally.rows} if args.rows else {})}
         for f in ("sites", "internal", "external", "unknown", "found", "alone", "resolved", "wrong"):
             setattr(total, f, getattr(total, f) + getattr(tally, f))

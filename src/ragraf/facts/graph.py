@@ -48,6 +48,28 @@ _BUILTIN_METHODS = frozenset(
     for name in dir(t)
     if not name.startswith("_")
 )
+# The same for JavaScript/TypeScript: the methods of its builtin prototypes and of the web and
+# node objects every program passes around (a Promise, a stream's controller, an AbortController).
+_JS_BUILTIN_METHODS = frozenset(
+    """toString valueOf hasOwnProperty isPrototypeOf toJSON then catch finally push pop shift unshift
+    map filter reduce reduceRight forEach some every find findIndex findLast includes indexOf
+    lastIndexOf join slice splice concat flat flatMap sort reverse keys values entries fill at get set
+    has delete clear add split trim trimStart trimEnd startsWith endsWith replace replaceAll match
+    matchAll search toLowerCase toUpperCase padStart padEnd charAt charCodeAt codePointAt substring
+    substr repeat localeCompare normalize bind call apply test exec enqueue close error getReader read
+    releaseLock cancel pipeTo pipeThrough write getWriter abort addEventListener removeEventListener
+    dispatchEvent on once off emit removeListener end destroy pipe getTime toISOString next return
+    throw resolve reject""".split()
+)
+# Receivers that are the language's own globals (`Object.keys()`, `Promise.resolve()`).
+_JS_GLOBALS = frozenset(
+    """Object Promise Reflect Array JSON Math Number String Symbol Date Map Set WeakMap WeakSet Error
+    TypeError RegExp BigInt Intl console process Buffer globalThis window document URL
+    URLSearchParams crypto performance Proxy ArrayBuffer Uint8Array TextEncoder TextDecoder
+    ReadableStream WritableStream TransformStream AbortController AbortSignal Headers Response Request
+    Function Boolean""".split()
+)
+_JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
 _CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum"})
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "constructor", "new", "init"})
 _SELF = frozenset({"self", "cls", "this", "Self", "super"})
@@ -339,6 +361,14 @@ class CodeGraph:
             found = self.methods_of(cls, hit.name)
             if found:
                 return site("exact" if all(d.path == hit.path for d in found) else "name", found)
+        lang = language_of(hit.path)
+        if (
+            lang in _JS_LANGS
+            and head in _JS_GLOBALS
+            and head not in bindings
+            and not self.classes_named(head)
+        ):
+            return site("unresolved", [], f"called on {head}, a global of the language")
         # A type of the project named as the receiver: a static call (`Foo.bar()`, `Foo::new()`).
         owned = [
             d
@@ -347,7 +377,7 @@ class CodeGraph:
         ]
         if owned:
             return site("exact" if any(d.path == hit.path for d in owned) else "name", owned[:MAX_CANDIDATES])
-        if hit.name in _BUILTIN_METHODS:
+        if hit.name in _BUILTIN_METHODS or (lang in _JS_LANGS and hit.name in _JS_BUILTIN_METHODS):
             why = f"called on {receiver}: its type is not known, and builtin types have {hit.name} too"
             return site("unresolved", [], why)
         return self._by_name(hit, site, methods_only=True, why=f"called on {receiver}: its type is not known")
@@ -545,7 +575,11 @@ class CodeGraph:
             seen.add(f)
             binding = self.bindings(f).get(name)
             if binding is None:
-                star = [i for i in self.imports_in(f) if (i.name or "") == "*"]
+                star = [
+                    i
+                    for i in self.imports_in(f)
+                    if (i.name or "") == "*" or _js_star(i, self.line(f, i.line))
+                ]
                 for imp in star:
                     nested = self.module_files(imp.signature or "", f, [])
                     hit = self._in_files(nested, name, seen)
@@ -574,6 +608,8 @@ class CodeGraph:
                 # the name of a Go import is its alias; else the last part of its path
                 out[name or module.rsplit("/", 1)[-1]] = (module, None)
                 continue
+            if lang in _JS_LANGS and name == module:
+                name = None  # `import * as x from "m"`, `export * from "m"`: the module, no name
             if name and name != "*":
                 out[aliases.get(name, name)] = (module, name)
                 continue
@@ -691,6 +727,11 @@ class CodeGraph:
         return out
 
 
+def _js_star(imp: FactHit, text: str) -> bool:
+    """`export * from "m"` (not `export * as x from "m"`): every name of m is the file's too."""
+    return imp.name == imp.signature and re.match(r"\s*export\s+\*\s+from\b", text) is not None
+
+
 def _within(node: Node, r: FactHit) -> bool:
     return (
         node.kind == "module"
@@ -733,8 +774,8 @@ def receiver_of(text: str, name: str) -> str | None:
     if best is None:
         return None
     stripped = best.rstrip()
-    if not re.search(rf"{_SEP}\Z", stripped):
-        return None
+    if not re.search(rf"{_SEP}\Z", stripped) or re.search(r"(?<!\.)\.\.\.\Z", stripped):
+        return None  # a bare call, or a spread of one (`...f(x)`)
     if re.search(rf"\bsuper\s*\([^()]*\)\s*{_SEP}\Z", stripped):
         return "super"
     found = _RECEIVER.search(stripped)
