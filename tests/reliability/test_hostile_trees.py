@@ -140,3 +140,16 @@ def test_a_symlink_inside_the_root_is_named_as_one_never_as_new_since(tmp_path: 
     assert "a symlink" in json.loads(outline.stdout)["error"]["message"]
     read = json.loads(run_cli("read", "link.py", "--root", str(root), "--json", env=env).stdout)
     assert read["stale_warnings"] == [] and any("a symlink" in note for note in read["notes"]), read
+
+
+def test_a_symlink_leading_nowhere_is_named_with_its_target(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    write(root, FILES)
+    os.symlink("gone.py", root / "dangling.py")
+    env = {"RAGRAF_EMBEDDER": "none", "RAGRAF_HOME": str(tmp_path / "home")}
+    assert run_cli("index", "--root", str(root), env=env, timeout=HANG_S).returncode == 0
+    for op in ("outline", "read"):
+        out = run_cli(op, "dangling.py", "--root", str(root), "--json", env=env, timeout=HANG_S)
+        error = json.loads(out.stdout)["error"]
+        assert out.returncode == 2, (op, error)
+        assert error["message"] == "dangling.py is a symlink to gone.py, which does not exist", (op, error)

@@ -55,6 +55,14 @@ def _not_regular(shown: str, mode: int) -> str:
     return f"{shown} is {_kind(mode)}, not a regular file: not read (make it a plain file)"
 
 
+def dangling_link(path: Path) -> str | None:
+    """Where a symlink that leads nowhere points (its text), else None."""
+    try:
+        return os.readlink(path) if path.is_symlink() and not path.exists() else None
+    except OSError:
+        return None
+
+
 def special_kind(path: Path) -> str | None:
     """What a path that is there but not a regular file is ("a FIFO", "a socket", ...), else None."""
     try:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from ragraf.corpus.discover import special_kind
+from ragraf.corpus.discover import dangling_link, special_kind
 from ragraf.corpus.extract import decode, looks_binary, sha256_text, strip_front_matter
 from ragraf.corpus.rules import is_secret
 from ragraf.corpus.secrets import opens_with_private_key, redact
@@ -76,6 +76,17 @@ def _lines(text: str) -> list[str]:
     return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
 
 
+def broken_link_error(root: Path, rel: str) -> UsageError | None:
+    """The error for a path that is a symlink leading nowhere, else None."""
+    link = dangling_link(root / rel)
+    if link is None:
+        return None
+    return UsageError(
+        f"{rel} is a symlink to {link}, which does not exist",
+        suggest="point the link at an existing file, or read the file it was meant to name",
+    )
+
+
 def read_live(root: Path, path: str, start_line: int | None = None, end_line: int | None = None) -> LiveText:
     """The current text of a regular file inside the root (normalised as the indexer sees it). Of a
     file over the read limit only the asked lines are kept, when a range is given, without a hash."""
@@ -83,7 +94,7 @@ def read_live(root: Path, path: str, start_line: int | None = None, end_line: in
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        raise UsageError(
+        raise broken_link_error(root, rel) or UsageError(
             f"{rel} does not exist", suggest="check the path (ragraf status lists deleted files)"
         ) from None
     except OSError as exc:  # a path through a file, a permission

@@ -13,7 +13,7 @@ from ragraf.corpus.discover import left_out, special_kind
 from ragraf.errors import UsageError
 from ragraf.facts.lookup import bare_name, find_definitions, find_references
 from ragraf.freshness.guard import DriftSet
-from ragraf.freshness.live_read import confine
+from ragraf.freshness.live_read import broken_link_error, confine
 from ragraf.languages import language_of
 from ragraf.search.filters import ResultFilter, build_filter
 from ragraf.store import FactHit
@@ -202,6 +202,9 @@ def _not_outlined(settings: Settings, rel: str, real: Path, rev: str) -> UsageEr
         return UsageError(
             f"{rel} is {kind}, not a regular file: never indexed", suggest="give a regular file"
         )
+    broken = broken_link_error(settings.root, rel)
+    if broken is not None:
+        return broken
     if not real.is_file():
         return UsageError(f"{rel} is not in {rev} and not on disk", suggest="check the path")
     why = left_out(settings.root, rel, settings.max_file_bytes, settings.max_line_chars)
