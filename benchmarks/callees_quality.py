@@ -30,6 +30,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,17 +162,48 @@ ORACLES = Path(__file__).resolve().parent / "oracles"
 @dataclass(frozen=True)
 class Language:
     suffixes: tuple[str, ...]
-    projects: dict[str, Path]  # name -> the folder of its sources, copied to --work and indexed
+    projects: dict[str, str]  # name -> its sources: a folder under benchmarks/data, or jdk:MODULE
     install: str  # how to get the projects and the oracle
 
 
 LANGUAGES = {
     "ts": Language(
         (".ts", ".tsx"),
-        {"zod": DATA / "zod/packages/zod/src", "trpc": DATA / "trpc/packages/server/src"},
+        {"zod": "zod/packages/zod/src", "trpc": "trpc/packages/server/src"},
         "python benchmarks/corpora.py; npm install --prefix TOOLS/ts typescript@5",
     ),
+    "java": Language(
+        (".java",),
+        {"java.net.http": "jdk:java.net.http", "jdk.httpserver": "jdk:jdk.httpserver"},
+        "a JDK with its sources (lib/src.zip, e.g. apt-get install openjdk-17-source) under /usr/lib/jvm or $JAVA_HOME",
+    ),
 }
+
+
+def jdk_home() -> Path | None:
+    """The newest JDK here whose sources are installed: its javac labels its own modules."""
+    homes = [Path(os.environ["JAVA_HOME"])] if os.environ.get("JAVA_HOME") else []
+    homes += sorted(Path("/usr/lib/jvm").glob("*"), key=lambda p: p.name, reverse=True)
+    return next((h for h in homes if (h / "lib/src.zip").is_file() and (h / "bin/java").is_file()), None)
+
+
+def lay_out(lang: str, source: str, root: Path) -> None:
+    """Copy a project's sources to `root` (a JDK module's from the JDK's src.zip)."""
+    if source.startswith("jdk:"):
+        home = jdk_home()
+        if home is None:
+            raise SystemExit(f"no JDK sources: {LANGUAGES[lang].install}")
+        module = source.removeprefix("jdk:")
+        with zipfile.ZipFile(home / "lib/src.zip") as z:
+            for member in z.namelist():
+                if member.startswith(module + "/") and member.endswith(".java"):
+                    target = root / member.removeprefix(module + "/")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(z.read(member))
+        return
+    if not (DATA / source).is_dir():
+        raise SystemExit(f"{DATA / source} is missing: {LANGUAGES[lang].install}")
+    shutil.copytree(DATA / source, root, symlinks=False)
 
 
 def drawn(store, rev_no: int, suffixes: tuple[str, ...], seed: int) -> list:  # type: ignore[no-untyped-def]
@@ -187,22 +219,43 @@ def drawn(store, rev_no: int, suffixes: tuple[str, ...], seed: int) -> list:  # 
     return calls
 
 
-def oracle(lang: str, root: Path, asks: list[dict], tools: Path) -> list[dict]:
+def oracle(lang: str, root: Path, source: str, asks: list[dict], tools: Path) -> list[dict]:
     """The labels of the language's compiler or analyser: [{"kind": …, "at": [[path, line], …]}]."""
     ask = root.parent / f"{root.name}-sites.json"
     ask.write_text(json.dumps({"root": str(root), "sites": asks}))
+    tsv = root.parent / f"{root.name}-sites.tsv"
+    tsv.write_text("".join(f"{a['path']}\t{a['line']}\t{a['col']}\t{a['name']}\n" for a in asks))
+    env = dict(os.environ)
+    if lang == "java":
+        home = jdk_home()
+        if home is None:
+            raise SystemExit(f"the labels come from javac: {LANGUAGES[lang].install}")
+        module = source.removeprefix("jdk:") if source.startswith("jdk:") else "-"
+        cmd = [str(home / "bin/java"), str(ORACLES / "JavaCallees.java"), str(root), module, str(tsv)]
+        return tsv_labels(run_oracle(lang, cmd, env))
     if lang == "ts":
         modules = tools / "ts" / "node_modules"
         if not (modules / "typescript").is_dir():
             raise SystemExit(f"the labels come from the TypeScript compiler: {LANGUAGES[lang].install}")
         cmd = ["node", str(ORACLES / "ts_callees.js"), str(ask)]
-        env = {**os.environ, "NODE_PATH": str(modules)}
-    else:
-        raise SystemExit(f"no oracle for {lang}")
+        return json.loads(run_oracle(lang, cmd, {**env, "NODE_PATH": str(modules)}))
+    raise SystemExit(f"no oracle for {lang}")
+
+
+def run_oracle(lang: str, cmd: list[str], env: dict[str, str]) -> str:
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     if out.returncode != 0:
         raise SystemExit(f"the {lang} oracle failed: {out.stderr.strip()[-2000:]}")
-    return json.loads(out.stdout)
+    return out.stdout
+
+
+def tsv_labels(text: str) -> list[dict]:
+    """`internal<TAB>path<TAB>line[<TAB>path<TAB>line…]`, `external` or `unknown`, a line per site."""
+    out = []
+    for line in text.splitlines():
+        kind, *rest = line.split("\t")
+        out.append({"kind": kind, "at": [[rest[i], int(rest[i + 1])] for i in range(0, len(rest) - 1, 2)]})
+    return out
 
 
 def labelled_campaign(
@@ -210,11 +263,9 @@ def labelled_campaign(
 ) -> Tally:
     """One project of another language: its sites labelled by the oracle, resolved by ragraf."""
     source = LANGUAGES[lang].projects[name]
-    if not source.is_dir():
-        raise SystemExit(f"{source} is missing: {LANGUAGES[lang].install}")
     root = (work / f"{lang}-{name}").resolve()
     if not root.is_dir():
-        shutil.copytree(source, root, symlinks=False)
+        lay_out(lang, source, root)
     home = work / f"home-{lang}-{name}"
     graph_quality.ragraf(root, home, "index")
     tally = Tally()
@@ -229,7 +280,7 @@ def labelled_campaign(
             if col is not None:
                 chosen.append(hit)
                 asks.append({"path": hit.path, "line": hit.line, "col": col, "name": hit.name})
-        for hit, lab in zip(chosen, oracle(lang, root, asks, tools), strict=True):
+        for hit, lab in zip(chosen, oracle(lang, root, source, asks, tools), strict=True):
             started = time.process_time()
             site = graph.resolve(hit)
             tally.seconds += time.process_time() - started

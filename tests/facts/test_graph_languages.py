@@ -55,3 +55,64 @@ def test_typescript_calls_resolve_through_namespace_imports_and_star_reexports(t
     assert sites[("keys", 7)]["how"] == "unresolved"
     # a spread (`...wrap(xs)`) is a bare call of the file's own function
     assert sites[("wrap", 8)]["how"] == "exact" and _target(sites[("wrap", 8)]) == "src/api.ts:10"
+
+
+JAVA = {
+    "src/a/util/Strings.java": (
+        "package a.util;\n\n"
+        "public class Strings {\n"
+        "    public static String copy(String s) {\n        return s;\n    }\n"
+        "}\n"
+    ),
+    "src/a/util/Logger.java": (
+        "package a.util;\n\npublic class Logger {\n    public void log(String s) {\n    }\n}\n"
+    ),
+    "src/a/net/Base.java": (
+        "package a.net;\n\npublic class Base {\n    protected int client() {\n        return 1;\n    }\n}\n"
+    ),
+    "src/a/net/Other.java": (
+        "package a.net;\n\n"
+        "public class Other {\n"
+        "    public boolean isEmpty() {\n        return true;\n    }\n"
+        "    public static Other of() {\n        return new Other();\n    }\n"
+        "}\n"
+    ),
+    "src/a/net/Conn.java": (
+        "package a.net;\n\n"
+        "import a.util.Logger;\n"
+        "import a.util.Strings;\n"
+        "import java.util.List;\n"
+        "import static a.util.Strings.copy;\n\n"
+        "public class Conn extends Base {\n"
+        "    private final Logger logger = make();\n"
+        "    private final List<String> queue = List.of();\n\n"
+        "    public String send(String s) {\n"
+        "        Strings.copy(s);\n"
+        "        copy(s);\n"
+        "        client();\n"
+        "        logger.log(s);\n"
+        "        queue.isEmpty();\n"
+        "        List.of(s);\n"
+        "        return s;\n"
+        "    }\n\n"
+        "    private static Logger make() {\n        return new Logger();\n    }\n"
+        "}\n"
+    ),
+}
+
+
+def test_java_calls_resolve_through_imports_static_imports_bases_and_declared_types(tmp_path: Path) -> None:
+    sites = _callees(tmp_path / "java", JAVA, "send")
+    assert _target(sites[("copy", 13)]) == "src/a/util/Strings.java:4"
+    # `import static a.util.Strings.copy`: a bare call of the imported class's method
+    assert (
+        sites[("copy", 14)]["how"] == "import" and _target(sites[("copy", 14)]) == "src/a/util/Strings.java:4"
+    )
+    # a bare call in a class is this.client(): the method its base class has
+    assert _target(sites[("client", 15)]) == "src/a/net/Base.java:4"
+    # a field declared `Logger logger`: the project's Logger, though assigned from a call
+    assert _target(sites[("log", 16)]) == "src/a/util/Logger.java:4"
+    # a field of the JDK's List type, and a static call on the JDK's List: not the project's
+    # isEmpty and of, though each is the only one of its name
+    assert sites[("isEmpty", 17)]["how"] == "unresolved" and "List" in sites[("isEmpty", 17)]["why"]
+    assert sites[("of", 18)]["how"] == "unresolved" and sites[("of", 18)]["targets"] == []

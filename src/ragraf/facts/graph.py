@@ -70,6 +70,18 @@ _JS_GLOBALS = frozenset(
     Function Boolean""".split()
 )
 _JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
+# Java: the methods of Object and of the JDK's collections, buffers, futures, streams and threads.
+_JAVA_BUILTIN_METHODS = frozenset(
+    """equals hashCode toString getClass compareTo clone size isEmpty contains containsKey
+    containsValue get put putIfAbsent putAll add addAll remove removeIf removeAll retainAll iterator
+    stream forEach length charAt substring isPresent orElse orElseGet ifPresent hasRemaining remaining
+    position limit flip rewind duplicate slice complete completeExceptionally thenApply thenAccept
+    thenCompose thenCombine whenComplete handle exceptionally isDone isCancelled cancel getMessage
+    getCause printStackTrace addSuppressed lock unlock tryLock await signal signalAll notify notifyAll
+    wait start interrupt join replaceAll getName getPath getKey getValue execute submit shutdown
+    offer poll peek push pop first last next hasNext set incrementAndGet decrementAndGet getAndSet
+    compareAndSet accept apply test run call valueOf format""".split()
+)
 _CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum"})
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "constructor", "new", "init"})
 _SELF = frozenset({"self", "cls", "this", "Self", "super"})
@@ -349,7 +361,7 @@ class CodeGraph:
                 found = [d for f in files for d in self.defs_in(f) if d.name == hit.name]
                 if found:
                     return site("import", found[:MAX_CANDIDATES])
-            if not files and name is None:
+            if not files and (name is None or language_of(hit.path) == "java"):
                 return site("unresolved", [], f"{head} is imported from {module}, outside the index")
         # A local or attribute of a known class: `ctx: Context`, `runner = CliRunner()`, a fixture
         cls = None
@@ -357,11 +369,19 @@ class CodeGraph:
             cls = self.type_of(head, caller, hit)
         elif len(parts) == 2 and head in ("self", "this"):
             cls = self.attribute_type(_class_of(caller), parts[1].strip(), hit.path)
+        lang = language_of(hit.path)
+        if lang == "java" and not cls and len(parts) == 1 and head not in bindings:
+            # a local, parameter or field declared `Type name`: the type is known, in the index or not
+            declared = self.java_declared(head, caller, hit)
+            if declared and not self.classes_named(declared):
+                return site("unresolved", [], f"called on {head}, a {declared}: a type outside the index")
+            cls = declared
+            if head[:1].isupper() and not declared and not self.classes_named(head):
+                return site("unresolved", [], f"called on {head}, a class outside the index")
         if cls:
             found = self.methods_of(cls, hit.name)
             if found:
                 return site("exact" if all(d.path == hit.path for d in found) else "name", found)
-        lang = language_of(hit.path)
         if (
             lang in _JS_LANGS
             and head in _JS_GLOBALS
@@ -377,7 +397,11 @@ class CodeGraph:
         ]
         if owned:
             return site("exact" if any(d.path == hit.path for d in owned) else "name", owned[:MAX_CANDIDATES])
-        if hit.name in _BUILTIN_METHODS or (lang in _JS_LANGS and hit.name in _JS_BUILTIN_METHODS):
+        if (
+            hit.name in _BUILTIN_METHODS
+            or (lang in _JS_LANGS and hit.name in _JS_BUILTIN_METHODS)
+            or (lang == "java" and hit.name in _JAVA_BUILTIN_METHODS)
+        ):
             why = f"called on {receiver}: its type is not known, and builtin types have {hit.name} too"
             return site("unresolved", [], why)
         return self._by_name(hit, site, methods_only=True, why=f"called on {receiver}: its type is not known")
@@ -389,17 +413,27 @@ class CodeGraph:
             top = [d for d in here if d.container in (None, caller.container, caller.qualified)]
             return site("exact", (top or here)[:MAX_CANDIDATES])
         bindings = self.bindings(hit.path)
+        lang = language_of(hit.path)
+        jvm = lang in ("java", "kotlin")
         if hit.name in bindings:
             module, name = bindings[hit.name]
-            files = self.module_files(module, hit.path, [])
+            # a Java import names a class (or, static, a member) after its package
+            files = self.module_files(module, hit.path, [name] if jvm and name else [])
             if files:
                 found = self._in_files(files, name or hit.name, set())
+                if jvm and not found:  # `import static a.b.Utils.copy`: a method of the class
+                    found = [d for f in files for d in self.defs_in(f) if d.name == hit.name][:MAX_CANDIDATES]
                 if found:
                     return site("import", found)
                 if name is None:  # the module itself, called (`import x; x()`) or a default export
                     return site("import", [file_node(files[0])])
             if not files:
                 return site("unresolved", [], f"imported from {module}, outside the index")
+        if jvm and _class_of(caller):
+            # a bare call in a class is a call on this: a method it inherits from its bases
+            found = self.methods_of(_class_of(caller) or "", hit.name)
+            if found:
+                return site("name", found)
         if language_of(hit.path) == "go":
             folder = hit.path.rpartition("/")[0]
             _, folders = self._module_index()
@@ -543,6 +577,36 @@ class CodeGraph:
                 if cls:
                     return cls
         return None
+
+    def java_declared(self, var: str, caller: Node, hit: FactHit) -> str | None:
+        """The type a Java local, parameter or field is declared with (`Logger debug`), in the index
+        or not: the nearest declaration above the call in its method, else in its classes."""
+        pattern = re.compile(
+            rf"(?<![\w$.])([A-Z][\w$]*(?:\.[A-Z][\w$]*)*)(?:<[^;=(){{}}]*>)?(?:\[\])*\s+{re.escape(var)}\s*[=;,):]"
+        )
+        first = max(caller.line if caller.kind != "module" else 1, hit.line - _TYPE_SCAN_LINES)
+        for n in range(hit.line, first - 1, -1):
+            m = pattern.search(self.line(hit.path, n))
+            if m:
+                return self._java_type(m.group(1))
+        classes = [
+            d
+            for d in self.defs_in(hit.path)
+            if d.kind in _CLASS_KINDS and d.start_line <= hit.line <= d.end_line
+        ]
+        for d in sorted(classes, key=lambda d: -d.start_line):  # the innermost class first
+            for n in range(d.start_line, min(d.end_line, d.start_line + 3000) + 1):
+                text = self.line(hit.path, n)
+                if var in text:
+                    m = pattern.search(text)
+                    if m:
+                        return self._java_type(m.group(1))
+        return None
+
+    def _java_type(self, dotted: str) -> str:
+        """`Flow.Subscription` → itself when Flow is no class of the index (the JDK's), else Subscription."""
+        head, _, last = dotted.rpartition(".")
+        return last if not head or self.classes_named(head.split(".")[0]) else dotted
 
     def attribute_type(self, cls: str | None, attr: str, path: str) -> str | None:
         """The class of `self.attr`, from the class body (`self.attr = X(...)`, `attr: X`)."""
