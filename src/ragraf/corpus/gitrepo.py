@@ -198,20 +198,39 @@ def write_blobs(common_dir: Path, entries: list[TreeChange], dest: Path) -> None
                     f"git cat-file could not read {entry.path} ({entry.blob[:12]}) of the base commit",
                     suggest="run `git fsck`, then `ragraf index --full`",
                 )
-            data = proc.stdout.read(int(header[2]) + 1)[:-1]
+            size = int(header[2])
             target = dest / entry.path
             target.parent.mkdir(parents=True, exist_ok=True)
             if entry.mode == "120000":
-                os.symlink(os.fsdecode(data), target)
+                os.symlink(os.fsdecode(proc.stdout.read(size)), target)
             else:
-                target.write_bytes(data)
+                _copy_blob(proc.stdout, size, target)
                 if entry.mode == "100755":
                     target.chmod(0o755)
+            proc.stdout.read(1)  # the newline after each blob
     finally:
         proc.stdout.close()
         proc.kill()
         proc.wait()
         feeder.join()
+
+
+_BLOB_CHUNK = 1 << 20
+
+
+def _copy_blob(out: IO[bytes], size: int, target: Path) -> None:
+    """Stream size bytes of cat-file's output to target a chunk at a time: a blob of gigabytes
+    (a committed disk image, a model) never sits in memory whole."""
+    with open(target, "wb") as fh:
+        left = size
+        while left:
+            chunk = out.read(min(left, _BLOB_CHUNK))
+            if not chunk:
+                raise GitError(
+                    f"git cat-file stopped in the middle of {target.name}", suggest="run `ragraf index` again"
+                )
+            fh.write(chunk)
+            left -= len(chunk)
 
 
 def _feed(stdin: IO[bytes], blobs: list[str]) -> None:
