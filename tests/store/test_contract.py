@@ -220,22 +220,44 @@ def test_ref_counts_say_in_how_many_of_a_revisions_files_each_name_is_referenced
     assert store.ref_counts(one) == counts  # an older revision keeps its own counts
 
 
-def test_ref_uses_count_each_files_sites_of_each_name_as_the_references_do(
+def test_map_facts_give_each_files_definitions_and_its_sites_of_each_name_as_columns(
     store_factory: StoreFactory, settings: Settings
 ) -> None:
     store = store_factory()
     one = commit_files(store, settings, SAMPLE).rev_no
+    kinds = {"function", "method", "class"}
+
+    def uses(rev_no: int) -> dict[tuple[str, str], int]:
+        f = store.map_facts(rev_no, kinds)
+        rows = zip(f.use_content, f.use_name, f.use_sites, strict=True)
+        return {(p, n): int(c) for content, n, c in rows for p in f.paths.get(int(content), [])}
+
+    def defs(rev_no: int) -> set[tuple[str, str, str, int, bool, str]]:
+        f = store.map_facts(rev_no, kinds)
+        columns = (f.def_content, f.def_name, f.def_kind, f.def_line, f.def_top, f.def_signature)
+        return {
+            (p, n, k, int(line), bool(top), sig)
+            for content, n, k, line, top, sig in zip(*columns, strict=True)
+            for p in f.paths.get(int(content), [])
+        }
+
     refs = store.find_facts(one, "ref", limit=100_000)
     expected: dict[tuple[str, str], int] = {}
     for r in refs:
         expected[(r.path, r.name)] = expected.get((r.path, r.name), 0) + 1
-    assert {(p, n): c for p, n, c in store.ref_uses(one)} == expected
+    assert uses(one) == expected
+    hits = [d for d in store.find_facts(one, "def", limit=100_000) if d.kind in kinds]
+    assert defs(one) == {
+        (d.path, d.name, d.kind, d.line, d.container is None, d.signature or "") for d in hits
+    }
+    assert any(top for *_, top, _ in defs(one)) and not all(top for *_, top, _ in defs(one))
     # a second file with the same content counts for both paths; an older revision keeps its own
     extra = "from app.server import resolve_host\n\n\ndef again():\n    return resolve_host('b')\n"
     two = commit_files(store, settings, {**SAMPLE, "src/a.py": extra, "src/b.py": extra}).rev_no
-    uses = {(p, n): c for p, n, c in store.ref_uses(two)}
-    assert uses[("src/a.py", "resolve_host")] == uses[("src/b.py", "resolve_host")] == 1
-    assert {(p, n): c for p, n, c in store.ref_uses(one)} == expected
+    assert uses(two)[("src/a.py", "resolve_host")] == uses(two)[("src/b.py", "resolve_host")] == 1
+    assert {("src/a.py", "again"), ("src/b.py", "again")} <= {(p, n) for p, n, *_ in defs(two)}
+    assert uses(one) == expected
+    assert not any(p in ("src/a.py", "src/b.py") for p, *_ in defs(one))
 
 
 # the drift ledger -------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ order with their key definitions' signatures, fitted to a token budget.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ragraf.languages import is_test_path
@@ -44,57 +43,120 @@ class RankedFile:
 
 
 def rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
-    """Every file with definitions, most central first, with its definitions most used first."""
+    """Every file with definitions, most central first, with its key definitions (at most
+    SYMBOLS_PER_FILE, the most used first). The store's rows become integer columns once (a path and
+    a name are numbers from then on); the edges, the rank and each definition's share are array
+    arithmetic, with no Python step per use or per edge."""
     import numpy as np  # a map's arithmetic; numpy is not loaded for other operations
 
-    defs = [d for d in store.find_facts(rev_no, "def", limit=MAX_REFS) if d.kind in _KINDS]
-    definers: dict[str, set[str]] = {}
-    for d in defs:
-        definers.setdefault(d.name, set()).add(d.path)
-    # edges: user file → defining file, weight by uses (sublinear) over the number of definers
-    srcs, dsts, weights, names = [], [], [], []
-    test_weight: dict[str, float] = {}
-    for src, name, count in store.ref_uses(rev_no):
-        where = definers.get(name)
-        if not where or len(where) > MAX_DEFINERS or (len(where) == 1 and src in where):
-            continue
-        if src not in test_weight:  # a test's uses say less about what matters than the code's
-            test_weight[src] = 0.5 if is_test_path(src) else 1.0
-        w = math.sqrt(count) / len(where) * test_weight[src]
-        for dst in where:
-            if dst != src:
-                srcs.append(src)
-                dsts.append(dst)
-                weights.append(w)
-                names.append(name)
-    files = sorted({d.path for d in defs} | set(srcs))
+    facts = store.map_facts(rev_no, _KINDS)
+    paths = [p for held in facts.paths.values() for p in held]
+    contents = np.fromiter(facts.paths, np.int64, len(facts.paths))
+    many = np.fromiter((len(held) for held in facts.paths.values()), np.int64, len(contents))
+    first = np.cumsum(many) - many  # a content's first path id; its other paths follow it
+    names: dict[str, int] = {}
+    d_row, d_path = _spread(np, _slots(np, contents, facts.def_content), first, many)
+    d_name = np.asarray([names.setdefault(n, len(names)) for n in facts.def_name], dtype=np.int64)[d_row]
+    # each name's defining paths, distinct, in name order
+    width = max(len(paths), 1)
+    pairs, d_pair = np.unique(d_name * width + d_path, return_inverse=True)
+    def_path = pairs % width
+    definers = np.bincount(pairs // width, minlength=len(names))
+    def_start = np.cumsum(definers) - definers
+    # uses of a name defined in 1..MAX_DEFINERS files; from its file to each of them but itself,
+    # weighted by uses (sublinear) over the number of definers; a test's uses say less
+    get = names.get
+    u_name = np.asarray([get(n, -1) for n in facts.use_name], dtype=np.int64)
+    spread = np.where(u_name >= 0, definers[u_name] if len(names) else 0, 0)
+    u_slot = _slots(np, contents, facts.use_content)
+    u_slot[(spread == 0) | (spread > MAX_DEFINERS)] = -1
+    u_row, u_path = _spread(np, u_slot, first, many)
+    u_name, spread = u_name[u_row], spread[u_row]
+    count = np.asarray(facts.use_sites, dtype=np.float64)[u_row]
+    test_weight = np.asarray([0.5 if is_test_path(p) else 1.0 for p in paths])
+    u_weight = np.sqrt(count) / spread * test_weight[u_path]
+    e_use, offset = _repeat(np, spread)
+    e_src, e_name = u_path[e_use], u_name[e_use]
+    e_pair = def_start[e_name] + offset  # the definition (name, path) an edge leads to
+    e_dst = def_path[e_pair]
+    own = e_dst != e_src
+    e_src, e_dst, e_pair, w = e_src[own], e_dst[own], e_pair[own], u_weight[e_use][own]
+    listed = np.zeros(len(paths), dtype=bool)
+    listed[d_path] = True
+    listed[e_src] = True
+    files = sorted(paths[i] for i in np.flatnonzero(listed).tolist())
     if not files:
         return []
     at = {f: i for i, f in enumerate(files)}
-    s = np.fromiter((at[f] for f in srcs), dtype=np.int64, count=len(srcs))
-    t = np.fromiter((at[f] for f in dsts), dtype=np.int64, count=len(dsts))
-    w = np.asarray(weights, dtype=np.float64)
-    personal = _personalization(files, focus, definers)
+    file_of = np.full(len(paths), -1, dtype=np.int64)
+    file_of[np.flatnonzero(listed)] = [at[paths[i]] for i in np.flatnonzero(listed).tolist()]
+    s, t = file_of[e_src], file_of[e_dst]
+    focused = {
+        n: {paths[i] for i in _definers_of(np, names.get(n), def_path, def_start, definers)}
+        for n in _focus_names(focus)
+    }
+    personal = _personalization(files, focus, focused)
     rank = _pagerank(len(files), s, t, w, np.asarray([personal[f] for f in files]))
     # each definition's share: the rank that flowed to its file by its name
     totals = np.bincount(s, weights=w, minlength=len(files))
     flow = rank[s] * w / totals[s] if len(s) else w
-    share: dict[tuple[int, str], float] = {}
-    for dst, name, f in zip(t.tolist(), names, flow.tolist(), strict=True):
-        share[(dst, name)] = share.get((dst, name), 0.0) + f
-    by_file: dict[str, list[RankedDef]] = {}
-    for d in defs:
-        score = share.get((at[d.path], d.name), 0.0) + (1e-9 if d.container is None else 0.0)
-        by_file.setdefault(d.path, []).append(
-            RankedDef(d.name, d.kind or "", d.path, d.line, (d.signature or d.name).strip(), score)
+    shares = np.bincount(e_pair, weights=flow, minlength=len(pairs))
+    d_file = file_of[d_path]
+    top = np.asarray(facts.def_top, dtype=np.float64)[d_row]
+    score = shares[d_pair.ravel()] + top * 1e-9
+    line = np.asarray(facts.def_line, dtype=np.int64)[d_row]
+    # per file, its definitions most used first (then by line, then as the store wrote them)
+    order = np.lexsort((d_row, line, -score, d_file))
+    sorted_file = d_file[order]
+    group = np.searchsorted(sorted_file, sorted_file)  # where each file's definitions begin
+    kept = order[np.arange(len(order)) - group < SYMBOLS_PER_FILE]
+    by_file: dict[int, list[RankedDef]] = {}
+    for f, i, ln, sc in zip(
+        d_file[kept].tolist(), d_row[kept].tolist(), line[kept].tolist(), score[kept].tolist(), strict=True
+    ):
+        name = facts.def_name[i]
+        symbol = RankedDef(
+            name, facts.def_kind[i], files[f], ln, (facts.def_signature[i] or name).strip(), sc
         )
+        by_file.setdefault(f, []).append(symbol)
     ranks = rank.tolist()
-    ranked = [
-        RankedFile(p, ranks[i], tuple(sorted(by_file[p], key=lambda d: (-d.score, d.line))))
-        for i, p in enumerate(files)
-        if by_file.get(p)
-    ]
+    ranked = [RankedFile(files[f], ranks[f], tuple(symbols)) for f, symbols in by_file.items()]
     return sorted(ranked, key=lambda f: (-f.rank, f.path))
+
+
+def _slots(np, contents, keys):  # type: ignore[no-untyped-def]
+    """Each key's place among the revision's contents, -1 for a content it does not hold."""
+    order = np.argsort(contents)
+    at = np.searchsorted(contents[order], keys)
+    at = np.minimum(at, max(len(contents) - 1, 0))
+    if not len(contents):
+        return np.full(len(keys), -1, dtype=np.int64)
+    return np.where(contents[order][at] == keys, order[at], -1)
+
+
+def _spread(np, content, first, many):  # type: ignore[no-untyped-def]
+    """(row, path id) for each path a row's content is held at; rows of no content (-1) drop out."""
+    rows = np.flatnonzero(content >= 0)
+    held = content[rows]
+    row, offset = _repeat(np, many[held])
+    return rows[row], first[held][row] + offset
+
+
+def _repeat(np, counts):  # type: ignore[no-untyped-def]
+    """Each index i repeated counts[i] times, and its place 0..counts[i]-1 in its run."""
+    index = np.repeat(np.arange(len(counts)), counts)
+    starts = np.cumsum(counts) - counts
+    return index, np.arange(len(index)) - starts[index]
+
+
+def _definers_of(np, name, def_path, def_start, definers):  # type: ignore[no-untyped-def]
+    if name is None:
+        return []
+    return def_path[def_start[name] : def_start[name] + definers[name]].tolist()
+
+
+def _focus_names(focus: list[str]) -> set[str]:
+    return {item.strip().strip("/").rsplit(".", 1)[-1] for item in focus if item.strip().strip("/")}
 
 
 def _personalization(files: list[str], focus: list[str], definers: dict[str, set[str]]) -> dict[str, float]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Protocol
 
@@ -151,6 +151,25 @@ def ref_hits(rows: Iterable[tuple[str, str, str]], limit: int) -> list[FactHit]:
 
 
 @dataclass(frozen=True)
+class MapFacts:
+    """What a repo map reads of a revision, as columns (numbers as numpy int64 arrays): its paths by
+    content key; each definition's content, name, kind, line, 1 if top level, and signature ('' if
+    none); each use row's content, name and number of sites. Rows of a content the revision does
+    not hold may come too; a content held at several paths stands for each of them."""
+
+    paths: dict[int, list[str]]
+    def_content: Sequence[int]
+    def_name: list[str]
+    def_kind: list[str]
+    def_line: Sequence[int]
+    def_top: Sequence[int]
+    def_signature: list[str]
+    use_content: Sequence[int]
+    use_name: list[str]
+    use_sites: Sequence[int]
+
+
+@dataclass(frozen=True)
 class DriftEvent:
     """A change of one file against a revision, as detected by the guard, the indexer, git or a caller."""
 
@@ -263,7 +282,7 @@ class Store(Protocol):
         limit: int = 1000,
     ) -> list[FactHit]: ...
     def ref_counts(self, rev_no: int) -> dict[str, int]: ...
-    def ref_uses(self, rev_no: int) -> list[tuple[str, str, int]]: ...
+    def map_facts(self, rev_no: int, kinds: Iterable[str]) -> MapFacts: ...
     def facts_status(self, rev_no: int, path: str) -> str | None: ...
     def register_drift(self, events: list[DriftEvent]) -> int: ...
     def open_entries(self, rev: str | None = None) -> list[DriftEntry]: ...

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from psycopg import sql
 
-from ragraf.store.base import FactHit, ref_hits
+from ragraf.store.base import FactHit, MapFacts, ref_hits
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ASCII_LOWER = str.maketrans(_UPPER, _UPPER.lower())
@@ -85,15 +85,29 @@ class FactsMixin:
         )
         return {name: int(n) for name, n in rows}
 
-    def ref_uses(self, rev_no: int) -> list[tuple[str, str, int]]:
-        """(path, name, uses) of every name each file of the revision references."""
-        rows = self._rows(
-            "SELECT m.path, r.name, json_array_length(r.sites::json) FROM manifest m "
-            "JOIN ref_sites r ON r.content_id = m.content_id AND r.repo_id = m.repo_id "
-            "WHERE m.repo_id = %s AND m.rev_no = %s",
-            (self.repo_id, rev_no),
+    def map_facts(self, rev_no: int, kinds: Iterable[str]) -> MapFacts:
+        """A repo map's reading of a revision (see MapFacts), each table's rows of the revision's contents."""
+        import numpy as np
+
+        paths: dict[int, list[str]] = {}
+        for content_id, path in self._rows(
+            "SELECT content_id, path FROM manifest WHERE repo_id = %s AND rev_no = %s", (self.repo_id, rev_no)
+        ):
+            paths.setdefault(content_id, []).append(path)
+        held = "content_id IN (SELECT content_id FROM manifest WHERE repo_id = %s AND rev_no = %s)"
+        defs = self._rows(
+            "SELECT content_id, line, (container IS NULL)::int, name, def_kind, coalesce(signature, '') "
+            f"FROM facts WHERE repo_id = %s AND kind = 'def' AND def_kind = ANY(%s) AND {held} ORDER BY id",
+            (self.repo_id, sorted(kinds), self.repo_id, rev_no),
         )
-        return [(path, name, int(n)) for path, name, n in rows]
+        uses = self._rows(
+            f"SELECT content_id, json_array_length(sites::json), name FROM ref_sites WHERE repo_id = %s AND {held}",
+            (self.repo_id, self.repo_id, rev_no),
+        )
+        d = [list(c) for c in zip(*defs, strict=True)] or [[]] * 6
+        u = [list(c) for c in zip(*uses, strict=True)] or [[]] * 3
+        ints = [np.asarray(c, dtype=np.int64) for c in (*d[:3], *u[:2])]
+        return MapFacts(paths, ints[0], d[3], d[4], ints[1], ints[2], d[5], ints[3], u[2], ints[4])
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self._row(

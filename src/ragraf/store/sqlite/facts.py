@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
+from typing import Any
 
-from ragraf.store.base import FactHit, ref_hits
+from ragraf.store.base import FactHit, MapFacts, ref_hits
 
 
 class FactsMixin:
@@ -73,18 +75,29 @@ class FactsMixin:
         )
         return dict(rows)
 
-    def ref_uses(self, rev_no: int) -> list[tuple[str, str, int]]:
-        """(path, name, uses) of every name each file of the revision references: a repo map's
-        edges, counted where the sites are stored instead of unpacked one by one."""
+    def map_facts(self, rev_no: int, kinds: Iterable[str]) -> MapFacts:
+        """A repo map's reading of a revision (see MapFacts): each table read whole in its own
+        order (joined per row to the manifest, SQLite's plan is a lookup per row, minutes on a
+        large index) and matched to the revision's paths by content."""
         paths: dict[int, list[str]] = {}
         for content_id, path in self.db.execute(
             "SELECT content_id, path FROM manifest WHERE rev_no = ?", (rev_no,)
         ):
             paths.setdefault(content_id, []).append(path)
-        # ref_sites read whole in its own order: joined per row to the manifest, SQLite's plan
-        # is a lookup per reference row, minutes on a large index
-        rows = self.db.execute("SELECT content_id, name, json_array_length(sites) FROM ref_sites")
-        return [(path, name, n) for content_id, name, n in rows for path in paths.get(content_id, ())]
+        kinds = sorted(kinds)
+        (d_content, d_line, d_top), (d_name, d_kind, d_signature) = _columns(
+            self.db,
+            ["content_id", "line", "container IS NULL"],
+            ["name", "def_kind", "coalesce(signature, '')"],
+            f"facts WHERE kind = 'def' AND def_kind IN ({','.join('?' * len(kinds))})",
+            kinds,
+        )
+        (u_content, u_sites), (u_name,) = _columns(
+            self.db, ["content_id", "json_array_length(sites)"], ["name"], "ref_sites", []
+        )
+        return MapFacts(
+            paths, d_content, d_name, d_kind, d_line, d_top, d_signature, u_content, u_name, u_sites
+        )
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self.db.execute(
@@ -101,3 +114,24 @@ def _fact_join(name: str | None, path: str | None) -> str:
     if path is not None:
         return "JOIN manifest m"
     return f"{'CROSS ' if name is not None else ''}JOIN manifest m INDEXED BY manifest_by_revision"
+
+
+def _columns(
+    db: sqlite3.Connection, numbers: list[str], texts: list[str], source: str, args: list[str]
+) -> tuple[list[Any], list[list[str]]]:
+    """Columns of `SELECT ... FROM source`: integers as numpy arrays, texts as lists. Read as one
+    row of concatenated values, one Python object per column instead of one per value; should a
+    text hold the separator (no name or kind does), read row by row instead."""
+    import numpy as np
+
+    packed = [f"group_concat({c})" for c in numbers] + [f"group_concat({c}, char(31))" for c in texts]
+    row = db.execute(f"SELECT {', '.join(packed)}, count(*) FROM {source}", args).fetchone()
+    n = row[-1]
+    ints = [np.fromstring(v or "", dtype=np.int64, sep=",") for v in row[: len(numbers)]]
+    strs = [v.split("\x1f") if n else [] for v in row[len(numbers) : -1]]
+    if all(len(c) == n for c in [*ints, *strs]):
+        return ints, strs
+    rows = db.execute(f"SELECT {', '.join(numbers + texts)} FROM {source}", args).fetchall()
+    cols = list(zip(*rows, strict=True))
+    ints = [np.asarray(c, dtype=np.int64) for c in cols[: len(numbers)]]
+    return ints, [list(c) for c in cols[len(numbers) :]]
