@@ -3,7 +3,8 @@
 For each project (an sdist, unpacked under --work; fetched with `pip download --no-deps
 --no-binary :all:` when missing), the suite is run once as it is (tests failing already are left
 out), then one function at a time is broken (its body starts with `raise RuntimeError`), the suite
-is run again and its failing test files are the truth. `ragraf impact --diff -` is given the same
+is run again and its failing test files are the truth (kept in --work/truth-NAME.json, so a
+second run only asks ragraf). `ragraf impact --diff -` is given the same
 change; its first --top test files are compared with the truth: recall (of the failing files the top
 could hold, min(failing, top), the share in it; and of all failing files) and precision (of the top, the share that failed), over the mutants that fail
 at least one test. Mutants are drawn with a fixed seed from the package's own functions and methods.
@@ -146,9 +147,15 @@ def campaign(name: str, work: Path, mutants: int, top: int, seed: int, depth: in
     t0 = time.perf_counter()
     ragraf(root, home, "index")
     index_s = time.perf_counter() - t0
-    before = failing_files(root, pythonpath, tests)
-    if before is None:
-        raise SystemExit(f"{name}: the suite did not finish as it is")
+    # a mutant's failing files depend on the project's code alone: kept under --work for the next run
+    truth_file = work / f"truth-{name}.json"
+    truths: dict[str, list[str]] = json.loads(truth_file.read_text()) if truth_file.is_file() else {}
+    if "" not in truths:
+        before = failing_files(root, pythonpath, tests)
+        if before is None:
+            raise SystemExit(f"{name}: the suite did not finish as it is")
+        truths[""] = sorted(before)
+    before = set(truths[""])
     candidates = mutable_functions(root, package)
     random.Random(seed).shuffle(candidates)
     score = Score()
@@ -162,11 +169,18 @@ def campaign(name: str, work: Path, mutants: int, top: int, seed: int, depth: in
                 original.splitlines(keepends=True), changed.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
             )
         )
-        try:
-            path.write_text(changed)
-            failed = failing_files(root, pythonpath, tests)
-        finally:
-            path.write_text(original)
+        key = f"{rel}:{line}"
+        if key in truths:
+            failed = set(truths[key])
+        else:
+            try:
+                path.write_text(changed)
+                failed = failing_files(root, pythonpath, tests)
+            finally:
+                path.write_text(original)
+            if failed is not None:  # a suite that did not finish is run again next time
+                truths[key] = sorted(failed)
+                truth_file.write_text(json.dumps(truths, indent=1))
         score.mutants += 1
         truth = (failed or set()) - before
         if not truth:

@@ -105,6 +105,7 @@ _ALIAS = re.compile(rf"({_IDENT}|\*)\s+as\s+({_IDENT})")
 _PY_BASES = re.compile(r"\bclass\s+[\w$]+\s*(?:\[[^\]]*\])?\s*\(([^)]*)\)")
 _EXTENDS = re.compile(r"\b(?:extends|implements|:)\s+([\w$.,<>\s]+?)\s*(?:\{|\bwhere\b|$)")
 _RETURNED = re.compile(rf"^\s*(?:return|yield)\s+({_IDENT}(?:\.{_IDENT})*)\s*\(")
+_PROPERTY = re.compile(r"\s*@\s*(?:[\w.]+\.)?(?:property|cached_property|\w+\.(?:setter|getter|deleter))\b")
 _JS_DEFAULT = re.compile(rf"\bimport\s+({_IDENT})\s*(?:,|\bfrom\b)")
 _SOURCE_SUFFIXES = (
     ".py", ".pyi", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".go", ".rs", ".java", ".kt",
@@ -750,18 +751,47 @@ class CodeGraph:
             return self.importers(node)
         self.reads += 1
         refs = self.store.find_facts(self.rev_no, "ref", name=node.name, exact=True, limit=MAX_SITES)
+        named_runs = self._runs_when_named(node)
         if calls_only:
-            refs = [r for r in refs if r.is_call]
+            refs = [r for r in refs if r.is_call or named_runs]
         out = []
         for r in refs:
             site = self.resolve(r)
-            if any(t.key == node.key for t in site.targets) and site.caller.key != node.key:
-                out.append(site)
+            if not any(t.key == node.key for t in site.targets) or site.caller.key == node.key:
+                continue
+            if calls_only and not r.is_call and not self._hands_on(site, node):
+                continue
+            out.append(site)
         owner = self._owner(node)
         if owner is not None:
             # a constructor runs where its class is called; a nested function where its enclosing one runs
             out.append(CallSite(owner, node.name, node.path, node.line, "reference", None, "exact", (node,)))
         return out + self.importers(node)
+
+    def _runs_when_named(self, node: Node) -> bool:
+        """Whether a use of a Python function without a call may run it: handed on as a value (a
+        callback, a dict of handlers, a decorator) or, for a property, read."""
+        return node.kind in ("function", "method") and language_of(node.path) == "python"
+
+    def _hands_on(self, site: CallSite, node: Node) -> bool:
+        """A reference that runs `node` later: a property read (`ctx.meta`), or the function named
+        bare or on self where it resolves through the file or its imports (`callback=cb`,
+        `{"x": self._on_x}`, `@register`), not a guess by name of a method on an unknown object."""
+        if self.is_property(node):
+            return True
+        return site.how in ("exact", "import") and (site.receiver is None or site.receiver in _SELF)
+
+    def is_property(self, node: Node) -> bool:
+        """A Python method under `@property`, `@cached_property` or a property's `.setter`."""
+        if node.kind != "method" or language_of(node.path) != "python":
+            return False
+        for n in range(node.line - 1, max(0, node.line - 6), -1):
+            text = self.line(node.path, n)
+            if not text.lstrip().startswith("@"):
+                break
+            if _PROPERTY.match(text):
+                return True
+        return False
 
     def _owner(self, node: Node) -> Node | None:
         """The class of a constructor, or the function a nested function sits in: what runs it."""

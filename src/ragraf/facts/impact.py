@@ -261,6 +261,14 @@ def _is_test(node: Node) -> bool:
     return is_test_path(node.path) and (node.kind == "module" or bool(_TEST_NAME.search(node.name)))
 
 
+def _holds_tests(graph: CodeGraph, path: str) -> bool:
+    """Whether a file under the tests defines a test: a helper, fixture or type-checking sample
+    there runs none of its own, so its reach is not a test file's."""
+    return any(
+        d.kind in ("function", "method", "class") and _TEST_NAME.search(d.name) for d in graph.defs_in(path)
+    )
+
+
 @dataclass
 class Impact:
     """What a change reaches: the touched definitions, the traversal of their callers, the tests."""
@@ -284,8 +292,13 @@ def impact_of(graph: CodeGraph, touched: list[Touched], depth: int, budget: int)
     tests = [n for n in nodes if _is_test(n)]
     files: dict[str, tuple[int, Node]] = {}
     reaching: dict[str, int] = {}  # tests of a file the change reaches: more, the likelier one fails
+    holds: dict[str, bool] = {}
     for n in nodes:
         if is_test_path(n.path) and (_is_test(n) or walk.distance[n.key] > 0):
+            if n.path not in holds:
+                holds[n.path] = _holds_tests(graph, n.path)
+            if not holds[n.path]:
+                continue
             files.setdefault(n.path, (walk.distance[n.key], n))
             reaching[n.path] = reaching.get(n.path, 0) + 1
     test_files = sorted(
@@ -302,6 +315,7 @@ def by_name(graph: CodeGraph, walk: Traversal, reached: set[str]) -> list[tuple[
     example: dict[str, tuple[Node, str]] = {}
     nodes = sorted(walk.nodes.values(), key=lambda n: walk.distance[n.key])
     seen: set[str] = set()
+    holds: dict[str, bool] = {}
     for n in nodes:
         if n.kind == "module" or n.name in seen or n.name.startswith("__") or len(seen) >= MAX_NAME_WALK:
             continue
@@ -309,6 +323,10 @@ def by_name(graph: CodeGraph, walk: Traversal, reached: set[str]) -> list[tuple[
         users = graph.store.find_facts(graph.rev_no, "ref", name=n.name, exact=True, limit=5000)
         files = {u.path: u for u in users if is_test_path(u.path) and u.path not in reached}
         for path, u in files.items():
+            if path not in holds:
+                holds[path] = _holds_tests(graph, path)
+            if not holds[path]:
+                continue
             weight[path] = weight.get(path, 0.0) + 1.0 / (1 + walk.distance[n.key])
             if path not in example:
                 example[path] = (graph.enclosing(path, u.container, u.line), n.name)
