@@ -185,7 +185,7 @@ def test_corrupt_or_foreign_index_file_asks_for_full_reindex(sample: Path, garba
     elif garbage == "pages":  # the schema intact, the manifest's page overwritten: found only when read
         with sqlite3.connect(db_path) as db:
             page_size = db.execute("PRAGMA page_size").fetchone()[0]
-            (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'manifest'").fetchone()
+            (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'manifest_rows'").fetchone()
         db.close()
         with db_path.open("r+b") as f:
             f.seek((root - 1) * page_size)

@@ -36,3 +36,28 @@ def commit_files(
     ]
     corpus = hashlib.sha1("".join(f"{e.path}\0{e.sha256}\n" for e in manifest).encode()).hexdigest()
     return store.commit_revision(NewRevision(corpus, "test-version", None, None, manifest, events or []))
+
+
+# Before schema 12 (SQLite), each revision had every row of its manifest: what undoes schema 12 in
+# an index, for the tests of migrating older ones.
+SQLITE_MANIFEST_PER_REVISION = (
+    "DROP VIEW manifest",
+    "CREATE TABLE manifest_old (rev_no INTEGER NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, "
+    "content_id INTEGER NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (rev_no, path)) WITHOUT ROWID",
+    "INSERT INTO manifest_old SELECT r.rev_no, m.path, m.sha256, m.content_id, m.size FROM revisions r "
+    "JOIN manifest_rows m ON m.view = r.view AND m.first_rev <= r.rev_no AND m.until_rev > r.rev_no",
+    "DROP TABLE manifest_rows",
+    "ALTER TABLE manifest_old RENAME TO manifest",
+    "CREATE INDEX manifest_by_revision ON manifest (rev_no, content_id)",
+)
+
+
+# Before schema 7 (PostgreSQL), each revision had every row of its manifest.
+PG_MANIFEST_PER_REVISION = (
+    "CREATE TABLE ragraf.manifest_old (repo_id integer NOT NULL, rev_no integer NOT NULL, path text NOT NULL, "
+    "sha256 text NOT NULL, content_id bigint NOT NULL, size bigint NOT NULL, PRIMARY KEY (repo_id, rev_no, path))",
+    "INSERT INTO ragraf.manifest_old SELECT repo_id, rev_no, path, sha256, content_id, size FROM ragraf.manifest",
+    "DROP VIEW ragraf.manifest",
+    "DROP TABLE ragraf.manifest_rows",
+    "ALTER TABLE ragraf.manifest_old RENAME TO manifest",
+)

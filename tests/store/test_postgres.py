@@ -20,7 +20,7 @@ import numpy as np
 import psycopg
 import pytest
 from pg_server import PgServer, free_port
-from store.sample_index import CHUNKER, commit_files, sha
+from store.sample_index import CHUNKER, PG_MANIFEST_PER_REVISION, commit_files, sha
 from support import SAMPLE
 
 from ragraf.config import Settings
@@ -33,11 +33,13 @@ from ragraf.store import (
     FactRecord,
     ManifestEntry,
     NewRevision,
+    Revision,
     StatEntry,
     Store,
 )
 from ragraf.store import postgres as pg
 from ragraf.store.base import unpack_sites
+from ragraf.store.columns import revision_values
 from ragraf.store.postgres import PostgresStore, lex_tokens, match_terms
 from ragraf.store.postgres import connection as pg_connection
 from ragraf.store.postgres import lexical as pg_lexical
@@ -583,6 +585,34 @@ def unit(seed: str, dim: int = 8) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def _commit_whole_manifest(self: PostgresStore, new: NewRevision) -> Revision:
+    """A revision as committed before schema 7: every row of its manifest under its number."""
+    with self._tx() as conn:
+        nxt = conn.execute(
+            "UPDATE repositories SET last_rev_no = last_rev_no + 1 WHERE id = %s RETURNING last_rev_no",
+            (self.repo_id,),
+        ).fetchone()[0]  # type: ignore[index]
+        chunks = conn.execute(
+            "SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE id = ANY(%s)",
+            (sorted({e.content_id for e in new.manifest}),),
+        ).fetchone()[0]  # type: ignore[index]
+        rev = Revision(
+            nxt, f"rev-{nxt:04d}", new.corpus_hash, "2026-01-01T00:00:00+00:00", new.index_version, None, None,
+            len(new.manifest), int(chunks),
+        )  # fmt: skip
+        conn.execute(
+            "INSERT INTO revisions (repo_id, rev_no, rev, corpus_hash, created_at, index_version, git_head, "
+            "git_branch, files, chunks) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (self.repo_id, *revision_values(rev)),
+        )
+        with conn.cursor().copy(
+            "COPY manifest (repo_id, rev_no, path, sha256, content_id, size) FROM STDIN"
+        ) as copy:
+            for e in new.manifest:
+                copy.write_row((self.repo_id, nxt, e.path, e.sha256, e.content_id, e.size))
+    return rev
+
+
 def test_an_index_from_an_older_ragraf_is_migrated_on_open(
     pg_server: PgServer, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -611,6 +641,7 @@ def test_an_index_from_an_older_ragraf_is_migrated_on_open(
     with monkeypatch.context() as old_ragraf:
         old_ragraf.setattr(pg_connection, "MIGRATIONS", pg.MIGRATIONS[:2])
         old_ragraf.setattr(PostgresStore, "_add_contents", one_fact_per_use)
+        old_ragraf.setattr(PostgresStore, "commit_revision", _commit_whole_manifest)
         old = PostgresStore(dsn, "repo", create=True)
         rev = commit_files(old, settings, SAMPLE)
         old.close()
@@ -641,6 +672,7 @@ _REFS_AS_ROWS = (
     "FROM ragraf.ref_sites r, json_array_elements(r.sites::json) WITH ORDINALITY AS s (value, i) "
     "ORDER BY r.content_id, r.ord, s.i",
     "DROP TABLE ragraf.ref_sites",
+    *PG_MANIFEST_PER_REVISION,
     "DELETE FROM ragraf.schema_version WHERE version > 4",
 )
 

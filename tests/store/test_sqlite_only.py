@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store.sample_index import CHUNKER
+from store.sample_index import CHUNKER, SQLITE_MANIFEST_PER_REVISION
 from support import SAMPLE, write
 
 from ragraf import Index
@@ -56,7 +56,11 @@ def _back_to_schema(version: int, db_path: Path, *statements: str) -> None:
     db.create_function(
         "fts_body", 2, lambda text, symbol: index_text(unpack_text(text) + "\n" + (symbol or ""))
     )
-    undo = (*_LEXICAL_WITH_CONTENT, *(_REFS_AS_ROWS if version < 9 else ()))
+    undo = (
+        *(SQLITE_MANIFEST_PER_REVISION if version < 12 else ()),
+        *(_LEXICAL_WITH_CONTENT if version < 10 else ()),
+        *(_REFS_AS_ROWS if version < 9 else ()),
+    )
     for statement in (*undo, *statements):
         db.execute(statement)
     db.execute(f"PRAGMA user_version = {version}")
@@ -90,14 +94,16 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     idx = Index.open(root, embedder="none")
     assert _found(idx) == before
     db = sqlite3.connect(idx.settings.db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 11
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 12
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert db.execute("SELECT count(*) FROM chunks_fts_retained").fetchone()[0] == 0
     indexes = {
         r[0]
-        for r in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'manifest' AND type = 'index'")
+        for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE tbl_name IN ('manifest', 'manifest_rows') AND type = 'index'"
+        )
     }
-    assert "manifest_by_revision" in indexes and "manifest_by_content" not in indexes
+    assert indexes == {"manifest_rows_by_revision", "manifest_rows_by_content"}
     db.close()
     _assert_consistent(idx)
 

@@ -225,6 +225,10 @@ class ChunkHit:
 
 ContentKey = tuple[str, str, str]  # (sha256, language, chunker): what content ids are stored under
 
+# A manifest row holds for the revisions from its first_rev up to (not including) its until_rev;
+# a row still current has this until_rev (both stores keep manifests this way).
+LIVE_REV = 2**31 - 1
+
 
 @dataclass(frozen=True)
 class NewRevision:

@@ -242,6 +242,49 @@ MIGRATIONS: list[str] = [
     ALTER TABLE stat_cache DROP CONSTRAINT IF EXISTS stat_cache_pkey;
     ALTER TABLE stat_cache ADD PRIMARY KEY (repo_id, checkout, path);
     """,
+    # 7: manifests kept as rows valid over a range of a repository's revisions, as SQLite's schema
+    #    12 keeps them: a revision closes the rows of the paths it changes or removes (until_rev =
+    #    its number) and adds rows for what it brings, so a one-file change writes two rows instead
+    #    of copying the whole manifest; a row still current has until_rev 2147483647
+    #    (base.LIVE_REV). `manifest` stays readable as before, a view of (repo_id, rev_no, path,
+    #    sha256, content_id, size). Consecutive revisions holding the same entry become one row.
+    """
+    CREATE TABLE manifest_rows (
+        repo_id integer NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
+        path text NOT NULL,
+        first_rev integer NOT NULL,
+        until_rev integer NOT NULL,
+        sha256 text NOT NULL,
+        content_id bigint NOT NULL,
+        size bigint NOT NULL,
+        PRIMARY KEY (repo_id, path, first_rev)
+    );
+    INSERT INTO manifest_rows (repo_id, path, first_rev, until_rev, sha256, content_id, size)
+        WITH revs AS (
+            SELECT repo_id, rev_no, row_number() OVER (PARTITION BY repo_id ORDER BY rev_no) AS seq,
+                lead(rev_no) OVER (PARTITION BY repo_id ORDER BY rev_no) AS next_rev
+            FROM revisions),
+        held AS (
+            SELECT m.repo_id, m.path, m.rev_no, r.next_rev, m.sha256, m.content_id, m.size,
+                CASE WHEN lag(r.seq) OVER w = r.seq - 1 AND lag(m.sha256) OVER w = m.sha256
+                    AND lag(m.content_id) OVER w = m.content_id AND lag(m.size) OVER w = m.size
+                    THEN 0 ELSE 1 END AS starts
+            FROM manifest m JOIN revs r ON r.repo_id = m.repo_id AND r.rev_no = m.rev_no
+            WINDOW w AS (PARTITION BY m.repo_id, m.path ORDER BY m.rev_no)),
+        runs AS (
+            SELECT *, sum(starts) OVER (PARTITION BY repo_id, path ORDER BY rev_no ROWS UNBOUNDED PRECEDING) AS run
+            FROM held)
+        SELECT repo_id, path, min(rev_no),
+            CASE WHEN count(next_rev) = count(*) THEN max(next_rev) ELSE 2147483647 END,
+            min(sha256), min(content_id), min(size)
+        FROM runs GROUP BY repo_id, path, run;
+    DROP TABLE manifest;
+    CREATE INDEX manifest_rows_by_revision ON manifest_rows (repo_id, until_rev, first_rev);
+    CREATE INDEX manifest_rows_by_content ON manifest_rows (content_id, repo_id, until_rev);
+    CREATE VIEW manifest (repo_id, rev_no, path, sha256, content_id, size) AS
+        SELECT r.repo_id, r.rev_no, m.path, m.sha256, m.content_id, m.size FROM revisions r
+        JOIN manifest_rows m ON m.repo_id = r.repo_id AND m.first_rev <= r.rev_no AND m.until_rev > r.rev_no;
+    """,
 ]
 
 # Created before the numbered migrations: the schema that holds them and the table that counts them.

@@ -1,4 +1,7 @@
-"""Revisions and their manifests: reading them, and committing a new one in one transaction."""
+"""Revisions and their manifests: reading them, and committing a new one in one transaction.
+
+A manifest is kept as rows valid over a range of the repository's revisions (schema 7): a revision
+closes the rows of what it changes or removes and adds rows for what it brings."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from ragraf.store.base import DriftEvent, ManifestEntry, NewRevision, Revision
+from ragraf.store.base import LIVE_REV, DriftEvent, ManifestEntry, NewRevision, Revision
 from ragraf.store.columns import REVISION_COLUMNS, revision_values
 from ragraf.store.postgres.tokens import _clean
 
@@ -74,6 +77,12 @@ class RevisionsMixin:
                 "UPDATE repositories SET last_rev_no = last_rev_no + 1 WHERE id = %s RETURNING last_rev_no",
                 (self.repo_id,),
             ).fetchone()[0]  # type: ignore[index]
+            prior = conn.execute(
+                "SELECT rev_no, files, chunks FROM revisions WHERE repo_id = %s ORDER BY rev_no DESC LIMIT 1",
+                (self.repo_id,),
+            ).fetchone()
+            if new.parent is not None and (prior is None or new.parent != prior[0]):
+                new = new.whole(self.manifest(new.parent))  # not a change to the newest revision
             rev = Revision(
                 nxt, f"rev-{nxt:04d}", new.corpus_hash, created, new.index_version, new.git_head,
                 new.git_branch, 0, 0,
@@ -82,22 +91,21 @@ class RevisionsMixin:
                 f"INSERT INTO revisions (repo_id, {REVISION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (self.repo_id, *revision_values(rev)),
             )
-            if new.parent is not None:
-                # A change: the parent's other rows are copied inside the server, not through the client.
-                touched = [_clean(e.path) for e in new.manifest] + [_clean(p) for p in new.removed]
-                conn.execute(
-                    "INSERT INTO manifest (repo_id, rev_no, path, sha256, content_id, size) "
-                    "SELECT repo_id, %s, path, sha256, content_id, size FROM manifest "
-                    "WHERE repo_id = %s AND rev_no = %s AND NOT (path = ANY(%s))",
-                    (nxt, self.repo_id, new.parent, touched),
-                )
-            self._copy_manifest(conn, nxt, new.manifest)
-            files, n_chunks = conn.execute(
-                "SELECT (SELECT count(*) FROM manifest WHERE repo_id = %(r)s AND rev_no = %(n)s), "
-                "(SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE repo_id = %(r)s AND id IN "
-                "(SELECT content_id FROM manifest WHERE repo_id = %(r)s AND rev_no = %(n)s))",
-                {"r": self.repo_id, "n": nxt},
-            ).fetchone()  # type: ignore[misc]
+            if new.parent is None:
+                self._copy_manifest(conn, nxt, new.manifest)
+                files, n_chunks = conn.execute(
+                    "SELECT (SELECT count(*) FROM manifest WHERE repo_id = %(r)s AND rev_no = %(n)s), "
+                    "(SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE repo_id = %(r)s AND id IN "
+                    "(SELECT content_id FROM manifest WHERE repo_id = %(r)s AND rev_no = %(n)s))",
+                    {"r": self.repo_id, "n": nxt},
+                ).fetchone()  # type: ignore[misc]
+                # The planner's statistics should know a new manifest's rows when readers first ask
+                # about it; ANALYZE samples a bounded number of rows and its statistics commit with us.
+                conn.execute("ANALYZE manifest_rows (repo_id, until_rev, first_rev)")
+            else:
+                assert prior is not None
+                came, gone, files = self._write_change(conn, nxt, prior, new.manifest, list(new.removed))
+                n_chunks = prior[2] + self._chunks_of(conn, came) - self._chunks_of(conn, gone)
             conn.execute(
                 "UPDATE revisions SET files = %s, chunks = %s WHERE repo_id = %s AND rev_no = %s",
                 (files, n_chunks, self.repo_id, nxt),
@@ -106,15 +114,85 @@ class RevisionsMixin:
             # The index's own view of what changed joins the ledger; then R's open entries close with R+1.
             self._insert_drift(conn, new.events)
             self._archive_ledger(conn, rev.rev, created)
-            # The planner's statistics should know the new revision when readers first ask about
-            # it; ANALYZE samples a bounded number of rows and its statistics commit with us. Only
-            # the columns a new revision changes (schema 4 keeps their sample small).
-            conn.execute("ANALYZE manifest (repo_id, rev_no)")
         return rev
 
     def _copy_manifest(self, conn: psycopg.Connection, rev_no: int, entries: Sequence[ManifestEntry]) -> None:
+        """A revision's whole manifest, as the successor of the repository's newest other revision:
+        only the rows of what differs from that revision's are written."""
+        prior = conn.execute(
+            "SELECT rev_no, files, chunks FROM revisions WHERE repo_id = %s AND rev_no < %s "
+            "ORDER BY rev_no DESC LIMIT 1",
+            (self.repo_id, rev_no),
+        ).fetchone()
+        if prior is None:  # rows of a repository whose revisions are all gone hold for nothing
+            conn.execute("DELETE FROM manifest_rows WHERE repo_id = %s", (self.repo_id,))
+        live = {
+            r[0]: tuple(r[1:])
+            for r in conn.execute(
+                "SELECT path, sha256, content_id, size FROM manifest_rows WHERE repo_id = %s AND until_rev = %s",
+                (self.repo_id, LIVE_REV),
+            )
+        }
+        clean = [replace(e, path=_clean(e.path)) for e in entries]
+        changed = [e for e in clean if live.get(e.path) != (e.sha256, e.content_id, e.size)]
+        paths = {e.path for e in clean}
+        self._write_change(conn, rev_no, prior, changed, [p for p in live if p not in paths])
+
+    def _write_change(
+        self,
+        conn: psycopg.Connection,
+        rev_no: int,
+        prior: tuple[Any, ...] | None,
+        changed: Sequence[ManifestEntry],
+        removed: list[str],
+    ) -> tuple[list[int], list[int], int]:
+        """Close the current rows of the changed and removed paths at rev_no and add rows for the
+        changed entries: the rows written follow the change, not the manifest. Returns the contents
+        the revision brings, those that left, and its file count."""
+        touched = [_clean(e.path) for e in changed] + [_clean(p) for p in removed]
+        replaced = [
+            r[0]
+            for r in conn.execute(
+                "UPDATE manifest_rows SET until_rev = %s WHERE repo_id = %s AND until_rev = %s "
+                "AND path = ANY(%s) RETURNING content_id",
+                (rev_no, self.repo_id, LIVE_REV, touched),
+            )
+        ]
         with conn.cursor().copy(
-            "COPY manifest (repo_id, rev_no, path, sha256, content_id, size) FROM STDIN"
+            "COPY manifest_rows (repo_id, path, first_rev, until_rev, sha256, content_id, size) FROM STDIN"
         ) as copy:
-            for e in entries:
-                copy.write_row((self.repo_id, rev_no, _clean(e.path), e.sha256, e.content_id, e.size))
+            for e in changed:
+                copy.write_row(
+                    (self.repo_id, _clean(e.path), rev_no, LIVE_REV, e.sha256, e.content_id, e.size)
+                )
+        ids = sorted({e.content_id for e in changed})
+        came = (
+            [
+                r[0]
+                for r in conn.execute(
+                    "SELECT i FROM unnest(%s::bigint[]) AS i WHERE NOT EXISTS (SELECT 1 FROM manifest_rows m "
+                    "WHERE m.content_id = i AND m.repo_id = %s AND m.until_rev > %s AND m.first_rev <= %s)",
+                    (ids, self.repo_id, prior[0], prior[0]),
+                )
+            ]
+            if prior is not None
+            else ids
+        )
+        gone = [
+            r[0]
+            for r in conn.execute(
+                "SELECT i FROM unnest(%s::bigint[]) AS i WHERE NOT EXISTS (SELECT 1 FROM manifest_rows m "
+                "WHERE m.content_id = i AND m.repo_id = %s AND m.until_rev = %s)",
+                (sorted(set(replaced)), self.repo_id, LIVE_REV),
+            )
+        ]
+        files = int(prior[1]) if prior is not None else 0
+        return came, gone, files + len(changed) - len(replaced)
+
+    def _chunks_of(self, conn: psycopg.Connection, content_ids: list[int]) -> int:
+        if not content_ids:
+            return 0
+        row = conn.execute(
+            "SELECT coalesce(sum(n_chunks), 0) FROM contents WHERE id = ANY(%s)", (content_ids,)
+        ).fetchone()
+        return int(row[0]) if row else 0

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from ragraf.store.base import LEFTOVER_CONTENTS
+from ragraf.store.base import LEFTOVER_CONTENTS, LIVE_REV
 
 
 class UpkeepMixin:
@@ -67,17 +67,25 @@ class UpkeepMixin:
                     (self.repo_id, self.repo_id, keep),
                 )
             ]
+            # The oldest revisions went: the manifest rows that held only for them are those closed by
+            # the oldest kept revision or before.
+            if old:
+                conn.execute(
+                    "DELETE FROM manifest_rows WHERE repo_id = %s AND until_rev <= coalesce("
+                    "(SELECT min(rev_no) FROM revisions WHERE repo_id = %s), %s)",
+                    (self.repo_id, self.repo_id, LIVE_REV),
+                )
             conn.execute(
                 "WITH gone AS (SELECT lexeme, count(*) AS n FROM contents o JOIN chunks c ON c.content_id = o.id, "
                 "unnest(tsvector_to_array(c.tsv)) AS lexeme WHERE o.repo_id = %s AND NOT EXISTS "
-                "(SELECT 1 FROM manifest m WHERE m.content_id = o.id) GROUP BY lexeme) "
+                "(SELECT 1 FROM manifest_rows m WHERE m.content_id = o.id) GROUP BY lexeme) "
                 "UPDATE lex_df d SET df = d.df - gone.n FROM gone WHERE d.repo_id = %s AND d.lexeme = gone.lexeme",
                 (self.repo_id, self.repo_id),
             )
             # Chunks, facts, references and vectors of a deleted content go with it (ON DELETE CASCADE).
             stats = conn.execute(
                 "WITH orphans AS (DELETE FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
-                "(SELECT 1 FROM manifest m WHERE m.content_id = c.id) RETURNING c.id) "
+                "(SELECT 1 FROM manifest_rows m WHERE m.content_id = c.id) RETURNING c.id) "
                 "SELECT (SELECT count(*) FROM orphans), count(ch.id), coalesce(sum(ch.lex_len), 0) "
                 "FROM orphans o JOIN chunks ch ON ch.content_id = o.id",
                 (self.repo_id,),

@@ -124,7 +124,7 @@ class ContentsMixin:
             "  AND ? NOT IN (SELECT max(rev_no) FROM revisions GROUP BY view)) ORDER BY score LIMIT ?) "
             "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, -hits.score, m.sha256 "
             "FROM hits JOIN chunks c ON c.id = hits.id "
-            "JOIN manifest m INDEXED BY manifest_by_revision ON m.content_id = c.content_id AND m.rev_no = ? "
+            "JOIN manifest m ON m.content_id = c.content_id AND m.rev_no = ? "
             "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
             (match, match, rev_no, limit * 3 + 20, rev_no, limit),
         ).fetchall()

@@ -113,7 +113,7 @@ def _fact_join(name: str | None, path: str | None) -> str:
     probe each; CROSS JOIN fixes that order); by a path, the path's manifest row first."""
     if path is not None:
         return "JOIN manifest m"
-    return f"{'CROSS ' if name is not None else ''}JOIN manifest m INDEXED BY manifest_by_revision"
+    return f"{'CROSS ' if name is not None else ''}JOIN manifest m"
 
 
 def _columns(

@@ -213,6 +213,49 @@ MIGRATIONS: list[str] = [
     """
     INSERT OR REPLACE INTO meta (key, value) VALUES ('lexical_body', '1');
     """,
+    # 12: manifests kept as rows valid over a range of a view's revisions: a revision closes the
+    # rows of the paths it changes or removes (until_rev = its number) and adds rows for what it
+    # brings, so a one-file change writes two rows instead of copying the whole manifest; a row
+    # still current has until_rev 2147483647 (base.LIVE_REV). `manifest` stays readable as before,
+    # a view of (rev_no, path, sha256, content_id, size). Consecutive revisions of a view holding
+    # the same entry for a path become one row.
+    """
+    CREATE TABLE manifest_rows (
+        view TEXT NOT NULL,
+        path TEXT NOT NULL,
+        first_rev INTEGER NOT NULL,
+        until_rev INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        content_id INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        PRIMARY KEY (view, path, first_rev)
+    ) WITHOUT ROWID;
+    INSERT INTO manifest_rows (view, path, first_rev, until_rev, sha256, content_id, size)
+        WITH revs AS (
+            SELECT rev_no, view, row_number() OVER (PARTITION BY view ORDER BY rev_no) AS seq,
+                lead(rev_no) OVER (PARTITION BY view ORDER BY rev_no) AS next_rev
+            FROM revisions),
+        held AS (
+            SELECT r.view, m.path, m.rev_no, r.next_rev, m.sha256, m.content_id, m.size,
+                CASE WHEN lag(r.seq) OVER w = r.seq - 1 AND lag(m.sha256) OVER w = m.sha256
+                    AND lag(m.content_id) OVER w = m.content_id AND lag(m.size) OVER w = m.size
+                    THEN 0 ELSE 1 END AS starts
+            FROM manifest m JOIN revs r ON r.rev_no = m.rev_no
+            WINDOW w AS (PARTITION BY r.view, m.path ORDER BY m.rev_no)),
+        runs AS (
+            SELECT *, sum(starts) OVER (PARTITION BY view, path ORDER BY rev_no ROWS UNBOUNDED PRECEDING) AS run
+            FROM held)
+        SELECT view, path, min(rev_no),
+            CASE WHEN count(next_rev) = count(*) THEN max(next_rev) ELSE 2147483647 END,
+            sha256, content_id, size
+        FROM runs GROUP BY view, path, run;
+    DROP TABLE manifest;
+    CREATE INDEX manifest_rows_by_revision ON manifest_rows (view, until_rev, first_rev);
+    CREATE INDEX manifest_rows_by_content ON manifest_rows (content_id, view, until_rev);
+    CREATE VIEW manifest (rev_no, path, sha256, content_id, size) AS
+        SELECT r.rev_no, m.path, m.sha256, m.content_id, m.size FROM revisions r
+        JOIN manifest_rows m ON m.view = r.view AND m.first_rev <= r.rev_no AND m.until_rev > r.rev_no;
+    """,
 ]
 
 COMPACT_FROM = 10  # an index migrated across this schema is vacuumed once, into auto_vacuum = INCREMENTAL

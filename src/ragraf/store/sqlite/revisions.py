@@ -1,4 +1,7 @@
-"""Revisions and their manifests: reading them, and committing a new one whole or not at all."""
+"""Revisions and their manifests: reading them, and committing a new one whole or not at all.
+
+A manifest is kept as rows valid over a range of a view's revisions (schema 12): a revision closes
+the rows of what it changes or removes and adds rows for what it brings."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from ragraf.store.base import DriftEvent, ManifestEntry, NewRevision, Revision
+from ragraf.store.base import LIVE_REV, DriftEvent, ManifestEntry, NewRevision, Revision
 from ragraf.store.columns import LEDGER_COLUMNS, REVISION_COLUMNS
 from ragraf.store.sqlite.sql import _current, _move_rows
 
@@ -67,11 +70,18 @@ class RevisionsMixin:
             prior = db.execute("SELECT max(rev_no) FROM revisions WHERE view = ?", (self.view,)).fetchone()[0]
             if new.parent is not None and new.parent != prior:  # not a change to this view's newest
                 new = new.whole(self.manifest(new.parent))
+            if prior is None:  # rows of a view whose revisions are all gone hold for nothing
+                db.execute("DELETE FROM manifest_rows WHERE view = ?", (self.view,))
             if new.parent is None:
-                came, gone = self._write_manifest(db, nxt, prior, new.manifest)
+                changed, removed = self._delta(db, new.manifest)
+            else:
+                changed, removed = new.manifest, list(new.removed)
+            came, gone, files = self._write_change(db, nxt, prior, changed, removed)
+            if new.parent is None:
                 files, n_chunks = len(new.manifest), _chunks_of(db, {e.content_id for e in new.manifest})
             else:
-                came, gone, files, n_chunks = self._write_change(db, nxt, new)
+                chunks = db.execute("SELECT chunks FROM revisions WHERE rev_no = ?", (prior,)).fetchone()[0]
+                n_chunks = chunks + _chunks_of(db, set(came)) - _chunks_of(db, set(gone))
             name = self._revision_name(db, nxt, new.base_rev)
             db.execute(
                 f"INSERT INTO revisions ({REVISION_COLUMNS}, view) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -120,48 +130,58 @@ class RevisionsMixin:
         assert rev is not None
         return rev
 
-    def _write_manifest(
-        self, db: sqlite3.Connection, rev_no: int, prior: int | None, entries: list[ManifestEntry]
-    ) -> tuple[list[int], list[int]]:
-        """A whole manifest; returns the contents it brings to this view and those that left it."""
-        db.executemany(
-            "INSERT INTO manifest (rev_no, path, sha256, content_id, size) VALUES (?, ?, ?, ?, ?)",
-            [(rev_no, e.path, e.sha256, e.content_id, e.size) for e in entries],
-        )
-        diff = "SELECT content_id FROM manifest WHERE rev_no = ? EXCEPT SELECT content_id FROM manifest WHERE rev_no = ?"
-        came = [r[0] for r in db.execute(diff, (rev_no, prior if prior is not None else -1))]
-        gone = [r[0] for r in db.execute(diff, (prior, rev_no))] if prior is not None else []
-        return came, gone
+    def _delta(
+        self, db: sqlite3.Connection, entries: list[ManifestEntry]
+    ) -> tuple[list[ManifestEntry], list[str]]:
+        """A whole manifest as a change to this view's current rows: the entries that differ, and
+        the paths that left."""
+        live = {
+            r[0]: r[1:]
+            for r in db.execute(
+                "SELECT path, sha256, content_id, size FROM manifest_rows WHERE view = ? AND until_rev = ?",
+                (self.view, LIVE_REV),
+            )
+        }
+        changed = [e for e in entries if live.get(e.path) != (e.sha256, e.content_id, e.size)]
+        paths = {e.path for e in entries}
+        return changed, [p for p in live if p not in paths]
 
     def _write_change(
-        self, db: sqlite3.Connection, rev_no: int, new: NewRevision
-    ) -> tuple[list[int], list[int], int, int]:
-        """The parent's manifest with the change applied, copied inside SQLite; returns the contents
-        it brings to this view, those that left it, and the new file and chunk counts."""
-        parent = new.parent
-        touched = [e.path for e in new.manifest] + list(new.removed)
-        one = "SELECT content_id FROM manifest WHERE rev_no = ? AND path = ?"
-        replaced = {row[0] for p in touched if (row := db.execute(one, (parent, p)).fetchone())}
-        db.execute(
-            "INSERT INTO manifest (rev_no, path, sha256, content_id, size) "
-            "SELECT ?, path, sha256, content_id, size FROM manifest WHERE rev_no = ?",
-            (rev_no, parent),
-        )
-        db.executemany(
-            "DELETE FROM manifest WHERE rev_no = ? AND path = ?", [(rev_no, p) for p in new.removed]
-        )
-        db.executemany(
-            "INSERT OR REPLACE INTO manifest (rev_no, path, sha256, content_id, size) VALUES (?, ?, ?, ?, ?)",
-            [(rev_no, e.path, e.sha256, e.content_id, e.size) for e in new.manifest],
-        )
-        named = "SELECT 1 FROM manifest INDEXED BY manifest_by_revision WHERE content_id = ? AND rev_no = ?"
-        came = [
-            i for i in {e.content_id for e in new.manifest} if not db.execute(named, (i, parent)).fetchone()
+        self,
+        db: sqlite3.Connection,
+        rev_no: int,
+        prior: int | None,
+        changed: list[ManifestEntry],
+        removed: list[str],
+    ) -> tuple[list[int], list[int], int]:
+        """Close the current rows of the changed and removed paths at rev_no and add rows for the
+        changed entries: the rows written follow the change, not the manifest. Returns the contents
+        the revision brings to this view, those that left it, and its file count."""
+        close = f"UPDATE manifest_rows SET until_rev = ? WHERE view = ? AND path = ? AND until_rev = {LIVE_REV} RETURNING content_id"
+        replaced = [
+            row[0]
+            for p in [e.path for e in changed] + removed
+            if (row := db.execute(close, (rev_no, self.view, p)).fetchone())
         ]
-        gone = [i for i in replaced if not db.execute(named, (i, rev_no)).fetchone()]
-        chunks = db.execute("SELECT chunks FROM revisions WHERE rev_no = ?", (parent,)).fetchone()[0]
-        files = db.execute("SELECT count(*) FROM manifest WHERE rev_no = ?", (rev_no,)).fetchone()[0]
-        return came, gone, files, chunks + _chunks_of(db, set(came)) - _chunks_of(db, set(gone))
+        db.executemany(
+            "INSERT INTO manifest_rows (view, path, first_rev, until_rev, sha256, content_id, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(self.view, e.path, rev_no, LIVE_REV, e.sha256, e.content_id, e.size) for e in changed],
+        )
+        at_prior = "SELECT 1 FROM manifest_rows WHERE content_id = ?1 AND view = ?2 AND until_rev > ?3 AND first_rev <= ?3"
+        came = [
+            i
+            for i in {e.content_id for e in changed}
+            if prior is None or not db.execute(at_prior, (i, self.view, prior)).fetchone()
+        ]
+        current = f"SELECT 1 FROM manifest_rows WHERE content_id = ? AND view = ? AND until_rev = {LIVE_REV}"
+        gone = [i for i in set(replaced) if not db.execute(current, (i, self.view)).fetchone()]
+        files = (
+            0
+            if prior is None
+            else db.execute("SELECT files FROM revisions WHERE rev_no = ?", (prior,)).fetchone()[0]
+        )
+        return came, gone, files + len(changed) - len(replaced)
 
     def _revision_name(self, db: sqlite3.Connection, rev_no: int, base_rev: str | None) -> str:
         """rev-0012 for the base; rev-0012+wt-feature-x.3 for the third revision of a work tree's view."""

@@ -6,19 +6,22 @@ from __future__ import annotations
 import sqlite3
 import zlib
 
+from ragraf.store.base import LIVE_REV
 from ragraf.tokens import INDEX_TEXT_VERSION, index_text
 
 
 def _named(content: str) -> str:
-    """Whether a content (a column or `?`) is named by some revision; manifests are found by revision first."""
-    return f"SELECT 1 FROM manifest m WHERE m.rev_no IN (SELECT rev_no FROM revisions) AND m.content_id = {content}"
+    """Whether a content (a column or `?`) is named by some revision (the manifest view joins each
+    manifest row to the revisions it holds for)."""
+    return f"SELECT 1 FROM manifest m WHERE m.content_id = {content}"
 
 
 def _current(content: str) -> str:
-    """Whether a content is in the newest revision of some view (what the lexical index holds)."""
+    """Whether a content is in the newest revision of some view (what the lexical index holds): a
+    manifest row no revision has closed, of a view that has revisions."""
     return (
-        f"SELECT 1 FROM manifest m WHERE m.content_id = {content} AND m.rev_no IN "
-        "(SELECT max(rev_no) FROM revisions GROUP BY view)"
+        f"SELECT 1 FROM manifest_rows m WHERE m.content_id = {content} AND m.until_rev = {LIVE_REV} "
+        "AND EXISTS (SELECT 1 FROM revisions r WHERE r.view = m.view)"
     )
 
 

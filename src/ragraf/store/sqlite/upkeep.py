@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from ragraf.store.base import LEFTOVER_CONTENTS
+from ragraf.store.base import LEFTOVER_CONTENTS, LIVE_REV
 from ragraf.store.sqlite.sql import _CURRENT_CONTENT, _covered_key, _delete_rows, _move_rows, _named
 
 
@@ -51,7 +51,8 @@ class UpkeepMixin:
              f"SELECT count(*) FROM contents c WHERE NOT EXISTS ({_named('c.id')})",
              ()),
             ("manifest rows of revisions that no longer exist",
-             "SELECT count(*) FROM manifest m WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.rev_no = m.rev_no)",
+             "SELECT count(*) FROM manifest_rows m WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.view = m.view "
+             "AND r.rev_no >= m.first_rev AND r.rev_no < m.until_rev)",
              ()),
         ]  # fmt: skip
         problems = []
@@ -100,23 +101,19 @@ class UpkeepMixin:
             # are checked, not every content of the index.
             mark = db.execute("SELECT value FROM meta WHERE key = 'gc_content_mark'").fetchone()
             candidates: set[int] = set()
+            views_dropped = {self.view, *gone} if old else set()
             for rev_no in old:
-                successor = db.execute(
-                    "SELECT min(rev_no) FROM revisions WHERE view = (SELECT view FROM revisions WHERE rev_no = ?) "
-                    "AND rev_no > ?",
-                    (rev_no, rev_no),
-                ).fetchone()[0]
-                candidates.update(
-                    r[0]
-                    for r in db.execute(
-                        "SELECT content_id FROM manifest WHERE rev_no = ? "
-                        "EXCEPT SELECT content_id FROM manifest WHERE rev_no = ?",
-                        (rev_no, successor if successor is not None else -1),
-                    )
-                )
-                db.execute("DELETE FROM manifest WHERE rev_no = ?", (rev_no,))
                 db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
                 db.execute("DELETE FROM meta WHERE key LIKE ?", (_covered_key(rev_no, "%"),))
+            # A view loses its oldest revisions: the manifest rows that held only for them are those
+            # closed by its oldest kept revision or before (all of a view's rows when none is kept).
+            for view in views_dropped:
+                oldest = db.execute("SELECT min(rev_no) FROM revisions WHERE view = ?", (view,)).fetchone()[0]
+                dead = db.execute(
+                    "DELETE FROM manifest_rows WHERE view = ? AND until_rev <= ? RETURNING content_id",
+                    (view, oldest if oldest is not None else LIVE_REV),
+                )
+                candidates.update(r[0] for r in dead)
             if gone:  # what only they named leaves the lexical index
                 stray = f"SELECT k.id FROM chunks k WHERE NOT EXISTS ({_CURRENT_CONTENT})"
                 _move_rows(db, "chunks_fts", "chunks_fts_retained", stray, ())

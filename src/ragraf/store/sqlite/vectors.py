@@ -42,7 +42,7 @@ class VectorsMixin:
             f"WITH fresh AS MATERIALIZED ({fresh}) "
             "SELECT c.id, min(m.path), c.start_line, c.end_line, c.symbol, c.text FROM fresh f "
             "JOIN chunks c ON c.content_id = f.content_id "
-            "JOIN manifest m INDEXED BY manifest_by_revision ON m.rev_no = ? AND m.content_id = c.content_id "
+            "JOIN manifest m ON m.rev_no = ? AND m.content_id = c.content_id "
             "WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.chunk_id = c.id) "
             "GROUP BY c.id ORDER BY c.id LIMIT ?",
             (*args, rev_no, after_id, model, limit),
@@ -213,7 +213,7 @@ class VectorsMixin:
         # CROSS JOIN keeps the best chunks outside: else the whole revision's manifest is walked (~25 ms).
         rows = self.db.execute(
             "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, m.sha256 FROM chunks c "
-            "CROSS JOIN manifest m INDEXED BY manifest_by_revision ON m.content_id = c.content_id AND m.rev_no = ? "
+            "CROSS JOIN manifest m ON m.content_id = c.content_id AND m.rev_no = ? "
             f"WHERE c.id IN ({marks})",
             (rev_no, *best),
         ).fetchall()
