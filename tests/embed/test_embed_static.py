@@ -12,7 +12,7 @@ from support import SAMPLE, cli_json, write
 
 from ragraf import Index
 from ragraf.embed.errors import ModelFileError
-from ragraf.embed.static import TABLE, StaticEmbedder, load_table, pack_table
+from ragraf.embed.static import TABLE, StaticEmbedder, load_table, pack_table, static_query_text
 from ragraf.search.tiers import fuse_tiers
 from ragraf.store import ChunkHit
 
@@ -61,6 +61,15 @@ def test_word_by_word_tokenizing_gives_the_tokenizers_own_ids() -> None:
             e.ids for e in tokenizer.encode_batch([camel_words(t) for t in texts], add_special_tokens=False)
         ]
         assert got == want
+
+
+def test_a_query_is_embedded_from_its_content_words() -> None:
+    embedder = StaticEmbedder()
+    asked = embedder.embed_query("How does the server handle a retry with backoff?")
+    assert np.array_equal(asked, embedder.embed(["server retry backoff ?"])[0])
+    assert static_query_text("how is it done?") == "?"
+    assert static_query_text("how is it") == "how is it"  # nothing else left: the query whole
+    assert np.isfinite(embedder.embed_query("the of and")).all()
 
 
 @pytest.mark.parametrize("text", ["", "!!!! ???? ;;;; {}[]()", "\u2603\u2603 \U0001f600 \x00", "   \n\t"])

@@ -22,7 +22,7 @@ import numpy as np
 
 from ragraf.embed.base import normalize
 from ragraf.embed.errors import ModelFileError
-from ragraf.tokens import camel_words
+from ragraf.tokens import STOPWORDS, camel_words
 
 if TYPE_CHECKING:
     from ragraf.config import Settings
@@ -40,6 +40,8 @@ MAX_TOKENS = 512
 _WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what the normalizer deletes
 _WORD_CACHE = 200_000  # distinct words kept (~40 MB at most), then the cache starts again
+# A query's words and punctuation, for dropping its stop words (static_query_text).
+_QUERY_WORD = re.compile(r"\w+|[^\w\s]")
 _FIX = "pip install --force-reinstall ragraf (or set RAGRAF_EMBEDDER=none for lexical-only search)"
 
 
@@ -198,8 +200,20 @@ class StaticEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Queries and documents are embedded alike."""
-        return self.embed([text])[0]
+        """A query's vector from its content words (static_query_text), then as a document's."""
+        return self.embed([static_query_text(text)])[0]
+
+
+def static_query_text(query: str) -> str:
+    """The query without its stop words (the lexical side's list), or whole when nothing else is left.
+
+    A mean of token rows has no attention to discount "how does the ... work": the table's SIF
+    weights come from code, where such words are rare, so they weigh as much as the words that
+    name what is asked. Bench, static tier alone: hybrid NDCG@10 0.832 -> 0.839 (docs/embeddings.md).
+    """
+    words = _QUERY_WORD.findall(query)
+    content = [w for w in words if w.lower() not in STOPWORDS]
+    return " ".join(content) if content else query
 
 
 _SHARED: dict[Path, StaticEmbedder] = {}
