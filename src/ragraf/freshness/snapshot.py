@@ -94,48 +94,64 @@ def _parse(blob: bytes | None) -> tuple[list[str], np.ndarray, list[str], np.nda
     return paths, rows, folders, mtimes
 
 
+_ROW = struct.Struct("=5q")  # one file's stat row as stored: native int64s, as numpy writes them
+
+
+def _stat_bytes(s: StatEntry, racy_ns: int) -> bytes:
+    return _ROW.pack(*_row(s, racy_ns))
+
+
+def _layout(blob: bytes) -> tuple[list[str], list[str], int, int]:
+    """Paths, folders, and where the stat rows and the folder mtimes begin; ValueError when unreadable."""
+    found = _sections(blob)
+    if found is None:
+        raise ValueError("unreadable guard snapshot")
+    paths, folders, at = found
+    return paths, folders, at, at + len(paths) * _ROW.size
+
+
 def patch(blob: bytes, stats: dict[str, StatEntry], racy_ns: int) -> bytes:
     """The snapshot with these files' stats replaced (files it does not list are ignored): what
     pack would give for the same stat cache, without reading the rest of it back."""
-    parsed = _parse(blob)
-    if parsed is None:
-        raise ValueError("unreadable guard snapshot")
-    paths, rows, _folders, _mtimes = parsed
-    rows = rows.copy()
+    paths, _folders, at, _end = _layout(blob)
+    out = bytearray(blob)
     for path, s in stats.items():
         i = bisect.bisect_left(paths, path)
         if i < len(paths) and paths[i] == path:
-            rows[i] = (s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns))
-    at = len(blob) - rows.nbytes - len(parsed[3]) * 8
-    return blob[:at] + rows.tobytes() + blob[at + rows.nbytes :]
+            _ROW.pack_into(out, at + i * _ROW.size, *_row(s, racy_ns))
+    return bytes(out)
 
 
 def _merged(
-    names: list[str], values: np.ndarray, changed: dict[str, object], removed: Iterable[str]
-) -> tuple[list[str], np.ndarray]:
-    """Sorted names and their rows with `removed` taken out and `changed` replaced or inserted in
-    order: work that follows the change, and array copies (no Python object per unchanged row)."""
-    import numpy as np
-
-    names = list(names)
-    drop = sorted({i for p in removed if (i := bisect.bisect_left(names, p)) < len(names) and names[i] == p})
-    for i in reversed(drop):
-        del names[i]
-    values = np.delete(values, drop, axis=0)
-    at, new_names, new_rows = [], [], []
+    names: list[str], values: bytes, width: int, changed: dict[str, bytes], removed: Iterable[str]
+) -> tuple[list[str], bytes]:
+    """Sorted names and their fixed-width records with `removed` taken out and `changed` replaced
+    or inserted in order: work that follows the change (the unchanged records are copied as runs
+    of bytes, no object per row)."""
+    edits: list[tuple[int, int, str, bytes]] = []  # (index in names, 0 insert | 1 replace | 2 drop, ...)
     for name in sorted(changed):
         i = bisect.bisect_left(names, name)
+        edits.append((i, 1 if i < len(names) and names[i] == name else 0, name, changed[name]))
+    for name in set(removed) - changed.keys():
+        i = bisect.bisect_left(names, name)
         if i < len(names) and names[i] == name:
-            values[i] = changed[name]
-        else:
-            at.append(i)
-            new_names.append(name)
-            new_rows.append(changed[name])
-    if at:
-        values = np.insert(values, at, np.array(new_rows, dtype=np.int64), axis=0)
-        for i, name in zip(reversed(at), reversed(new_names), strict=True):
-            names.insert(i, name)
-    return names, values
+            edits.append((i, 2, name, b""))
+    if not edits:
+        return names, values
+    edits.sort(key=lambda e: e[:3])
+    out_names: list[str] = []
+    out_values: list[bytes] = []
+    done = 0  # names[:done] are placed
+    for i, kind, name, record in edits:
+        out_names.extend(names[done:i])
+        out_values.append(values[done * width : i * width])
+        done = i if kind == 0 else i + 1
+        if kind != 2:
+            out_names.append(name)
+            out_values.append(record)
+    out_names.extend(names[done:])
+    out_values.append(values[done * width :])
+    return out_names, b"".join(out_values)
 
 
 def revise(
@@ -149,13 +165,15 @@ def revise(
     """The snapshot after a change to the listing: these files' stats replaced or added, the
     `removed` files dropped, the folders listed again stamped anew and the `gone` ones dropped;
     what pack would give for the same stat cache and stamps, without reading the rest back."""
-    parsed = _parse(blob)
-    if parsed is None:
-        raise ValueError("unreadable guard snapshot")
-    paths, rows, folders, mtimes = parsed
-    paths, rows = _merged(paths, rows.copy(), {p: _row(s, racy_ns) for p, s in stats.items()}, removed)
-    folders, mtimes = _merged(folders, mtimes.copy(), dict(stamps), gone)
-    return _pack(paths, rows.reshape(len(paths), 5), folders, mtimes)
+    paths, folders, at, end = _layout(blob)
+    paths, rows = _merged(
+        paths, blob[at:end], _ROW.size, {p: _stat_bytes(s, racy_ns) for p, s in stats.items()}, removed
+    )
+    mtime = struct.Struct("=q")
+    folders, mtimes = _merged(folders, blob[end:], 8, {f: mtime.pack(m) for f, m in stamps.items()}, gone)
+    p, f = _join(paths), _join(folders)
+    head = _HEADER.pack(_MAGIC, len(paths), len(folders)) + struct.pack("<QQ", len(p), len(f))
+    return b"".join([head, p, f, rows, mtimes])
 
 
 def file_count(blob: bytes | None) -> int:
