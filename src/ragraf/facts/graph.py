@@ -70,6 +70,13 @@ _JS_GLOBALS = frozenset(
     Function Boolean""".split()
 )
 _JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
+# Go: the methods of the standard library's interfaces every program passes around (io.Writer,
+# fmt.Stringer, error, sync.Mutex, bytes.Buffer…).
+_GO_BUILTIN_METHODS = frozenset(
+    """Write WriteString WriteByte WriteRune Read ReadByte ReadRune ReadString Close String Error Len
+    Bytes Reset Lock Unlock RLock RUnlock Add Done Wait Load Store Seek Flush Format Unwrap Is As Cap
+    Grow Truncate Next Scan Text Err Value Get Set Del""".split()
+)
 # Rust: the methods of the standard library's common traits and collections (Clone, AsRef, Default,
 # Iterator, Vec, Option, str…): on a receiver of unknown type, more likely theirs.
 _RUST_BUILTIN_METHODS = frozenset(
@@ -397,6 +404,12 @@ class CodeGraph:
             cls = declared
             if head[:1].isupper() and not declared and not self.classes_named(head):
                 return site("unresolved", [], f"called on {head}, a class outside the index")
+        if lang == "go" and not cls and len(parts) == 1 and head not in bindings:
+            # a parameter, receiver or var declared `name Type` / `name *pkg.Type`
+            declared = self.go_declared(head, caller, hit)
+            if declared and "." in declared:
+                return site("unresolved", [], f"called on {head}, a {declared}: a type outside the index")
+            cls = declared
         if cls:
             found = self.methods_of(cls, hit.name)
             if found:
@@ -423,6 +436,7 @@ class CodeGraph:
             or (lang in _JS_LANGS and hit.name in _JS_BUILTIN_METHODS)
             or (lang == "java" and hit.name in _JAVA_BUILTIN_METHODS)
             or (lang == "rust" and hit.name in _RUST_BUILTIN_METHODS)
+            or (lang == "go" and hit.name in _GO_BUILTIN_METHODS)
         ):
             why = f"called on {receiver}: its type is not known, and builtin types have {hit.name} too"
             return site("unresolved", [], why)
@@ -630,6 +644,28 @@ class CodeGraph:
         head, _, last = dotted.rpartition(".")
         return last if not head or self.classes_named(head.split(".")[0]) else dotted
 
+    def go_declared(self, var: str, caller: Node, hit: FactHit) -> str | None:
+        """The type a Go parameter, receiver or var is declared with, from the nearest declaration
+        above the call in its function: a type of the index (`Reader` for `r text.Reader`, when the
+        package is the project's), `pkg.Type` for one outside it, None when not said."""
+        v = re.escape(var)
+        pattern = re.compile(rf"(?:^|[(,]|\bvar\s)\s*{v}(?:\s*,\s*\w+)*\s+\*?(?:\[\]\*?)*(?:(\w+)\.)?(\w+)")
+        first = max(caller.line if caller.kind != "module" else 1, hit.line - _TYPE_SCAN_LINES)
+        for n in range(hit.line, first - 1, -1):
+            m = pattern.search(self.line(hit.path, n))
+            if m is None:
+                continue
+            package, name = m.groups()
+            module = self.bindings(hit.path).get(package or "", ("", None))[0]
+            # the project's root package (`goldmark.Markdown`): no folder an import path ends with
+            root = module.rsplit("/", 1)[-1] == package and any(
+                "/" not in d.path for d in self.classes_named(name)
+            )
+            if package is None or root or self.module_files(module, hit.path, []):
+                return name if self.classes_named(name) else None
+            return f"{package}.{name}"
+        return None
+
     def attribute_type(self, cls: str | None, attr: str, path: str) -> str | None:
         """The class of `self.attr`, from the class body (`self.attr = X(...)`, `attr: X`)."""
         if not cls:
@@ -692,7 +728,7 @@ class CodeGraph:
             aliases = {a: b for a, b in _ALIAS.findall(text)}
             if lang == "go":
                 # the name of a Go import is its alias; else the last part of its path
-                out[name or module.rsplit("/", 1)[-1]] = (module, None)
+                out[name if name and name != module else module.rsplit("/", 1)[-1]] = (module, None)
                 continue
             if lang in _JS_LANGS and name == module:
                 name = None  # `import * as x from "m"`, `export * from "m"`: the module, no name
