@@ -67,9 +67,13 @@ def test_chunks_rank_by_kind_then_by_how_central_and_recent_they_are() -> None:
 
 
 def test_recent_files_are_the_last_commits_and_those_edited_after_most_of_the_tree() -> None:
+    minute = 60 * 10**9
     same = {f"f{i}.py": 100 for i in range(20)}
     assert recent_paths(same, []) == frozenset()  # a fresh clone: equal times say nothing
-    edited = {**same, "f3.py": 200}
+    # An unpacked archive whose build wrote its generated files seconds after the rest.
+    built = {**same, "gen.c": 100 + 3 * 10**9}
+    assert recent_paths(built, []) == frozenset()
+    edited = {**built, "f3.py": 100 + 11 * minute}
     assert recent_paths(edited, ["g.py"]) == frozenset({"f3.py", "g.py"})
 
 
@@ -120,7 +124,11 @@ def test_files_changed_by_the_last_commits_or_edited_since_are_embedded_before_o
     git(root, "commit", "-q", "-am", "five")
     write(root, {"src/m6.py": "def module_6():\n    return 'six'\n"})  # edited, not committed
     settled(root)
-    later = time.time() - 30  # after the rest of the tree, long enough ago to be trusted
+    checkout = time.time() - 3600  # the tree as checked out an hour ago, m6 edited since
+    for path in root.rglob("*"):
+        if path.is_file() and ".git" not in path.relative_to(root).parts:
+            os.utime(path, (checkout, checkout))
+    later = time.time() - 30  # long enough ago to be trusted
     os.utime(root / "src/m6.py", (later, later))
     env = _env(fake, RAGRAF_EMBED_MAX_CHUNKS="3", RAGRAF_WORKTREES="false")  # one index, no base
     cli_json("index", "--root", str(root), env=env)
