@@ -223,6 +223,10 @@ class RevisionMemo:
         self.bindings: dict[str, dict[str, tuple[str, str | None]]] = {}
         self.ancestors: dict[str, list[str]] = {}
         self.resolved: dict[tuple[str, int, str, bool, str | None], CallSite] = {}
+        # a definition's callers (by its key and calls_only), and what a method call on a class may
+        # run (by class, name, inherited_only): asked again by every walk through them
+        self.callers: dict[tuple[tuple[str, int, str], bool], list[CallSite]] = {}
+        self.methods: dict[tuple[str, str, bool], list[FactHit]] = {}
         self.modules: ModuleIndex | None = None
 
     def trim(self) -> None:
@@ -234,6 +238,8 @@ class RevisionMemo:
             self.bindings,
             self.ancestors,
             self.resolved,
+            self.callers,
+            self.methods,
         )
         for table in tables:
             if len(table) > self.MAX_ENTRIES:
@@ -266,6 +272,8 @@ class CodeGraph:
         self._lines = memo.lines if not self._live else {}
         self._bindings = memo.bindings if not self._live else {}
         self._resolved = memo.resolved if not self._live else {}
+        self._callers = memo.callers if not self._live else {}
+        self._methods = memo.methods if not self._live else {}
         self.reads = 0  # store lookups made: what the tests count instead of time
 
     # --- what the revision holds, read once --------------------------------------------------
@@ -548,6 +556,12 @@ class CodeGraph:
     def methods_of(self, cls: str, name: str, inherited_only: bool = False) -> list[FactHit]:
         """What `obj.name()` may run when obj is a `cls`: the method of cls or of its nearest base
         that has one, and the overrides in cls's subclasses (a call dispatches to either)."""
+        key = (cls, name, inherited_only)
+        if key not in self._methods:
+            self._methods[key] = self._methods_of(cls, name, inherited_only)
+        return list(self._methods[key])
+
+    def _methods_of(self, cls: str, name: str, inherited_only: bool) -> list[FactHit]:
         methods = [d for d in self.defs_named(name) if d.container]
         chain = self.ancestors(cls)[1:] if inherited_only else self.ancestors(cls)
         own: list[FactHit] = []
@@ -782,7 +796,14 @@ class CodeGraph:
         return [self.resolve(r) for r in sorted(inside, key=lambda r: (r.line, r.name))]
 
     def callers(self, node: Node, calls_only: bool = True) -> list[CallSite]:
-        """The uses of a definition elsewhere that resolve to it."""
+        """The uses of a definition elsewhere that resolve to it, found once per revision and process."""
+        key = (node.key, calls_only)
+        found = self._callers.get(key)
+        if found is None:
+            found = self._callers[key] = self._callers_of(node, calls_only)
+        return list(found)
+
+    def _callers_of(self, node: Node, calls_only: bool) -> list[CallSite]:
         if node.kind == "module":
             return self.importers(node)
         self.reads += 1
