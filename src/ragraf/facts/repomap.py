@@ -10,6 +10,7 @@ order with their key definitions' signatures, fitted to a token budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 from ragraf.languages import is_test_path
 from ragraf.store import Store
@@ -54,9 +55,9 @@ def rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
     contents = np.fromiter(facts.paths, np.int64, len(facts.paths))
     many = np.fromiter((len(held) for held in facts.paths.values()), np.int64, len(contents))
     first = np.cumsum(many) - many  # a content's first path id; its other paths follow it
-    names: dict[str, int] = {}
+    names = {name: i for i, name in enumerate(dict.fromkeys(facts.def_name))}
     d_row, d_path = _spread(np, _slots(np, contents, facts.def_content), first, many)
-    d_name = np.asarray([names.setdefault(n, len(names)) for n in facts.def_name], dtype=np.int64)[d_row]
+    d_name = np.fromiter(map(names.__getitem__, facts.def_name), np.int64, len(facts.def_name))[d_row]
     # each name's defining paths, distinct, in name order
     width = max(len(paths), 1)
     pairs, d_pair = np.unique(d_name * width + d_path, return_inverse=True)
@@ -65,15 +66,16 @@ def rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
     def_start = np.cumsum(definers) - definers
     # uses of a name defined in 1..MAX_DEFINERS files; from its file to each of them but itself,
     # weighted by uses (sublinear) over the number of definers; a test's uses say less
-    get = names.get
-    u_name = np.asarray([get(n, -1) for n in facts.use_name], dtype=np.int64)
+    u_name = np.fromiter(map(names.get, facts.use_name, repeat(-1)), np.int64, len(facts.use_name))
     spread = np.where(u_name >= 0, definers[u_name] if len(names) else 0, 0)
     u_slot = _slots(np, contents, facts.use_content)
     u_slot[(spread == 0) | (spread > MAX_DEFINERS)] = -1
     u_row, u_path = _spread(np, u_slot, first, many)
     u_name, spread = u_name[u_row], spread[u_row]
     count = np.asarray(facts.use_sites, dtype=np.float64)[u_row]
-    test_weight = np.asarray([0.5 if is_test_path(p) else 1.0 for p in paths])
+    users = np.unique(u_path)
+    test_weight = np.ones(len(paths))
+    test_weight[users] = [0.5 if is_test_path(paths[i]) else 1.0 for i in users.tolist()]
     u_weight = np.sqrt(count) / spread * test_weight[u_path]
     e_use, offset = _repeat(np, spread)
     e_src, e_name = u_path[e_use], u_name[e_use]
