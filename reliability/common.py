@@ -347,6 +347,22 @@ def save_result(name: str, data: dict[str, Any], command: str | None = None) -> 
     return path
 
 
+def children_cpu() -> float:
+    """CPU-seconds (user + system) of the waited-for child processes so far: the difference around
+    a command is what it cost, whatever the load of a shared machine."""
+    import resource
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return kids.ru_utime + kids.ru_stime
+
+
+def git_status_cpu(root: Path) -> float:
+    """CPU-seconds of one `git status --porcelain` in root: the floor a re-index is held to."""
+    before = children_cpu()
+    subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, check=True)
+    return children_cpu() - before
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0..100) by nearest rank."""
     if not values:
