@@ -96,3 +96,54 @@ def test_a_file_under_the_tests_with_no_test_in_it_is_not_a_test_file(reach: Pat
     with Index.open(reach) as idx:
         callers = {r["path"] for r in idx.callers("finish", depth=1).results}
     assert "tests/typing/typing_finish.py" in callers  # still a caller, just not a test file
+
+
+RANKED = {
+    "lib/__init__.py": "",
+    "lib/alpha.py": (
+        "def target():\n    return 1\n\n\n"
+        "def l1():\n    return target()\n\n\n"
+        "def l2():\n    return l1()\n\n\n"
+        "def l3():\n    return l2()\n\n\n"
+        "def show(page):\n    return page.render()\n"
+    ),
+    "lib/pages.py": (
+        "class Page:\n    def render(self):\n        return 'page'\n\n\n"
+        "class Post:\n    def render(self):\n        return 'post'\n"
+    ),
+    "tests/test_aardvark.py": "from lib.alpha import l1\n\n\ndef test_one():\n    assert l1()\n",
+    "tests/test_alpha.py": "from lib.alpha import l1\n\n\ndef test_one():\n    assert l1()\n",
+    "tests/test_deep.py": "from lib.alpha import l3\n\n\ndef test_deep():\n    assert l3()\n",
+    "tests/test_named.py": "def test_named(api):\n    assert api.target()\n",
+    "tests/test_fakes.py": "".join(
+        f"class Fake{i}:\n    def render(self):\n        return {i}\n\n\n" for i in range(8)
+    )
+    + "def test_fakes():\n    assert Fake0().render() == 0\n",
+}
+
+
+@pytest.fixture
+def ranked(tmp_path: Path) -> Path:
+    return _indexed(tmp_path / "ranked", RANKED)
+
+
+def test_test_files_rank_by_distance_the_one_named_after_the_changed_file_first(ranked: Path) -> None:
+    files = [(f["path"], f["how"]) for f in _test_files(ranked, "lib/alpha.py", 2)]
+    # test_alpha.py and test_aardvark.py both reach target in two hops: test_alpha.py is named for
+    # alpha.py; test_named.py only uses the name, on an object of unknown type, and ranks as if two
+    # hops further; test_deep.py reaches it in four
+    assert files == [
+        ("tests/test_alpha.py", "calls"),
+        ("tests/test_aardvark.py", "calls"),
+        ("tests/test_named.py", "name"),
+        ("tests/test_deep.py", "calls"),
+    ]
+
+
+def test_a_call_in_the_library_on_an_object_of_unknown_type_is_not_a_call_of_a_test_class(
+    ranked: Path,
+) -> None:
+    with Index.open(ranked) as idx:
+        sites = {(r["name"], r["line"]): r for r in idx.callees("show").results}
+    # ten classes define render, eight of them in a test file: the library's call means one of the two
+    assert {t["qualified"] for t in sites[("render", 18)]["targets"]} == {"Page.render", "Post.render"}

@@ -32,7 +32,8 @@ from .lookup import ENTRY_STEMS
 MAX_DEPTH = 10  # a deeper ask is clamped: past ten hops a graph is the whole program
 DEFAULT_BUDGET = 200  # nodes of one traversal; what is cut is counted
 MAX_SITES = 20_000  # call sites of one name read for its callers
-MAX_CANDIDATES = 3  # definitions one call on an unknown receiver may mean and still count
+MAX_CANDIDATES = 3  # definitions of one name a call in a file, a class or a module may mean, listed
+MAX_METHOD_GUESSES = 8  # methods of one name a call on a receiver of unknown type may run and still count
 MAX_DISPATCH = 8  # definitions a call on a known class may run: its own or inherited, and overrides
 MAX_OVERRIDE_SCAN = 400  # definitions of one method name read to find the overrides in subclasses
 _TYPE_SCAN_LINES = 400  # lines of the caller read back from a call to find its receiver's type
@@ -513,7 +514,10 @@ class CodeGraph:
             found = [d for d in found if d.container is not None and d.kind in ("method", "function")]
         else:
             found = [d for d in found if d.container is None]
-        if 0 < len(found) <= (MAX_CANDIDATES if methods_only else 1):
+        if not is_test_path(hit.path) and not is_example_path(hit.path):
+            # the library does not call into its tests and examples
+            found = [d for d in found if not is_test_path(d.path) and not is_example_path(d.path)]
+        if 0 < len(found) <= (MAX_METHOD_GUESSES if methods_only else 1):
             return site("name", found)
         if found:
             why = f"{why}; {len(found)} definitions of {hit.name} fit"

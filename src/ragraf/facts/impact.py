@@ -26,6 +26,7 @@ MAX_DIFF_LINES = 20_000  # of one diff: past it the rest of the diff is counted,
 MAX_FILES = 500  # changed files followed
 MAX_ROOTS = 200  # changed definitions whose callers are followed
 MAX_NAME_WALK = 200  # names of reached definitions looked up in the tests, nearest first
+NAME_HOPS = 2  # a test file that only uses a reached name ranks with the chains this much longer
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"diff --git a/(\S+) b/(\S+)\s*$")
 _TEST_NAME = re.compile(r"(?:^test|^Test|_test$|Test$|^it$|^describe$)")
@@ -278,6 +279,7 @@ class Impact:
     tests: list[Node]
     test_files: list[tuple[str, int, Node]]  # (path, distance, nearest test node)
     by_name: list[tuple[str, float, Node, str]] = field(default_factory=list)  # see by_name()
+    ranked: list[tuple[str, str]] = field(default_factory=list)  # (path, calls | name), likeliest first
 
 
 def impact_of(graph: CodeGraph, touched: list[Touched], depth: int, budget: int) -> Impact:
@@ -304,13 +306,34 @@ def impact_of(graph: CodeGraph, touched: list[Touched], depth: int, budget: int)
     test_files = sorted(
         ((p, d, n) for p, (d, n) in files.items()), key=lambda t: (t[1], -reaching[t[0]], t[0])
     )
-    return Impact(touched, walk, tests, test_files, by_name(graph, walk, set(files)))
+    near: dict[str, int] = {}
+    names = by_name(graph, walk, set(files), near)
+    # one order for both kinds: a name used is as good as a chain NAME_HOPS longer; at one distance,
+    # the test file named after a changed file first (test_types.py for types.py), then the most tests
+    stems = {_stem(t.node.path) for t in touched}
+    keyed = [((d, _stem(p) not in stems, 0, -reaching[p], p), (p, "calls")) for p, d, _ in test_files]
+    keyed += [((near[p] + NAME_HOPS, _stem(p) not in stems, 1, -w, p), (p, "name")) for p, w, _, _ in names]
+    ranked = [entry for _, entry in sorted(keyed)]
+    return Impact(touched, walk, tests, test_files, names, ranked)
 
 
-def by_name(graph: CodeGraph, walk: Traversal, reached: set[str]) -> list[tuple[str, float, Node, str]]:
+def _stem(path: str) -> str:
+    """What a file is named for: `types` for click/types.py, tests/test_types.py and types_test.go."""
+    name = path.rpartition("/")[2].split(".", 1)[0].lstrip("_")
+    for affix in ("test_", "tests_"):
+        name = name.removeprefix(affix)
+    for affix in ("_test", "_tests", "_spec"):
+        name = name.removesuffix(affix)
+    return name
+
+
+def by_name(
+    graph: CodeGraph, walk: Traversal, reached: set[str], near: dict[str, int] | None = None
+) -> list[tuple[str, float, Node, str]]:
     """Test files the calls do not reach but that use the names reached (a call on a value whose type
     is not known, a fixture, a framework's dispatch): (path, weight, a node there, the name), most
-    names nearest first. Weaker than a resolved chain, and ranked after every one."""
+    names nearest first; `near` gets each file's distance of the nearest name it uses. Weaker than a
+    resolved chain of the same length."""
     weight: dict[str, float] = {}
     example: dict[str, tuple[Node, str]] = {}
     nodes = sorted(walk.nodes.values(), key=lambda n: walk.distance[n.key])
@@ -330,5 +353,7 @@ def by_name(graph: CodeGraph, walk: Traversal, reached: set[str]) -> list[tuple[
             weight[path] = weight.get(path, 0.0) + 1.0 / (1 + walk.distance[n.key])
             if path not in example:
                 example[path] = (graph.enclosing(path, u.container, u.line), n.name)
+                if near is not None:
+                    near[path] = walk.distance[n.key]
     ranked = sorted(weight.items(), key=lambda t: (-t[1], t[0]))
     return [(p, w, example[p][0], example[p][1]) for p, w in ranked]

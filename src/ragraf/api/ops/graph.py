@@ -292,13 +292,18 @@ class GraphOps(Guarded):
         walk = found.walk
         if walk is not None:
             env.truncated["nodes"] = walk.cut
-            for path, dist, nearest in found.test_files[:MAX_TESTS]:
-                env.results.append({
-                    "name": path.rsplit("/", 1)[-1], "qualified": path, "kind": "test_file", "path": path,
-                    "line": nearest.line, "end_line": nearest.end_line, "role": "test_file", "distance": dist, "how": "calls",
-                    "stale": path in drift.paths, "chain": walk.chain(nearest),
-                })  # fmt: skip
-            for path, weight, there, name in found.by_name[: max(0, MAX_TESTS - len(found.test_files))]:
+            calls = {path: (dist, nearest) for path, dist, nearest in found.test_files}
+            names = {path: (weight, there, name) for path, weight, there, name in found.by_name}
+            for path, how in found.ranked[:MAX_TESTS]:  # a name used ranks among the chains
+                if how == "calls":
+                    dist, nearest = calls[path]
+                    env.results.append({
+                        "name": path.rsplit("/", 1)[-1], "qualified": path, "kind": "test_file", "path": path,
+                        "line": nearest.line, "end_line": nearest.end_line, "role": "test_file", "distance": dist, "how": "calls",
+                        "stale": path in drift.paths, "chain": walk.chain(nearest),
+                    })  # fmt: skip
+                    continue
+                weight, there, name = names[path]
                 env.results.append({
                     "name": path.rsplit("/", 1)[-1], "qualified": path, "kind": "test_file", "path": path,
                     "line": there.line, "end_line": there.end_line, "role": "test_file", "distance": None,
@@ -318,7 +323,7 @@ class GraphOps(Guarded):
                     "stale": n.path in drift.paths, "chain": walk.chain(n),
                 })  # fmt: skip
             cut = {
-                "test files": len(found.test_files) - MAX_TESTS, "tests": len(found.tests) - MAX_TESTS,
+                "test files": len(found.ranked) - MAX_TESTS, "tests": len(found.tests) - MAX_TESTS,
                 "callers": len(callers) - MAX_CALLERS,
             }  # fmt: skip
             left = [f"{v} more {k}" for k, v in cut.items() if v > 0]
