@@ -12,6 +12,7 @@ again by the next run), so each figure is the cost of its change alone.
     python benchmarks/change_cost.py                  # needs python benchmarks/corpora.py speed
     python benchmarks/change_cost.py --json --repeat 3
     python benchmarks/change_cost.py --work /tmp/cc --keep    # reuse a prepared copy next time
+    python benchmarks/change_cost.py --server   # through a running `ragraf watch` (its CPU counted)
 
 Targets (issue 28): one-file edit <= 2x the floor, 150-file branch switch <= 6x.
 """
@@ -21,12 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -55,6 +58,51 @@ def measured(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {(proc.stderr or proc.stdout)[-2000:]}")
     return cpu, proc.stdout
+
+
+def process_cpu(pid: int) -> float:
+    """CPU-seconds of a running process and the children it waited for (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+class Watch:
+    """A running `ragraf watch --json` of the root: its runs as they commit, and its CPU."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [*ragraf_cli(), "watch", "--root", str(root), "--json"], cwd=root, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        )  # fmt: skip
+        self.runs: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.runs.put(line)
+
+    def cpu(self) -> float:
+        return process_cpu(self.proc.pid)
+
+    def drain(self) -> None:
+        while not self.runs.empty():
+            self.runs.get_nowait()
+
+    def next_run(self, timeout_s: float) -> bool:
+        """Wait for the watch to commit its next run; False when none came within timeout_s."""
+        try:
+            self.runs.get(timeout=timeout_s)
+        except queue.Empty:
+            return False
+        return True
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
 
 
 def ragraf_cli() -> list[str]:
@@ -132,12 +180,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         edit_target = next(p for p in sorted(tracked(bench)) if p.endswith(".txt") or p.endswith(".rst"))
         rows: dict[str, dict[str, Any]] = {}
 
+        watch = Watch(root, bench.env) if args.server else None
+        if watch is not None:
+            log("waiting for `ragraf watch` ...")
+            watch.next_run(120)  # its first run, against what the last index left
+            time.sleep(SETTLE_S)
+
         def change(name: str, make: Any) -> None:
             runs = []
             for n in range(args.repeat):
+                served = watch.cpu() if watch is not None else 0.0
+                if watch is not None:
+                    watch.drain()
                 change_cpu = make(n)
+                if watch is not None and name != "no_change" and not watch.next_run(30):
+                    log(f"{name}: the watch committed no run within 30 s")
                 git_cpu, _ = bench.git("status", "--porcelain")
                 cpu, report = bench.index()
+                if watch is not None:  # what the watch spent on the change and on answering
+                    cpu += watch.cpu() - served
                 runs.append((cpu, change_cpu + git_cpu, git_cpu, report))
                 bench.settle()
             cpu = statistics.median(r[0] for r in runs)
@@ -178,18 +239,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             state["on"] = "switch" if state["on"] == "main" else "main"
             return bench.git("checkout", "-q", state["on"])[0]
 
-        for name, make in (
-            ("no_change", nothing),
-            ("edit", edit),
-            ("new_file", new_file),
-            ("switch", switch),
-        ):
-            if not args.only or name in args.only:
-                change(name, make)
+        try:
+            for name, make in (
+                ("no_change", nothing),
+                ("edit", edit),
+                ("new_file", new_file),
+                ("switch", switch),
+            ):
+                if not args.only or name in args.only:
+                    change(name, make)
+        finally:
+            if watch is not None:
+                watch.stop()
         return {
             "corpus": str(source), "files": files, "repeat": args.repeat, "switch_files": args.switch,
             "cold_index_cpu_s": round(cold_cpu, 1) if fresh else None, "cold_files": cold.get("files"),
             "changes": rows, "work": str(work) if args.keep or args.work else None,
+            "server": "watch" if args.server else None,
         }  # fmt: skip
     finally:
         if not args.keep and not args.work:
@@ -197,7 +263,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(summary: dict[str, Any]) -> None:
-    print(f"{summary['files']} files, CPU-seconds, median of {summary['repeat']}")
+    how = "through a running `ragraf watch`, its CPU counted" if summary.get("server") else "in process"
+    print(f"{summary['files']} files, CPU-seconds, median of {summary['repeat']}, {how}")
     print(f"{'change':<10} {'ragraf':>8} {'floor':>8} {'ratio':>7} {'vs status':>10}  target")
     for name, row in summary["changes"].items():
         target = f"<= {row['target']}x {'met' if row['met'] else 'MISSED'}" if "target" in row else ""
@@ -218,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmp", default=None, help="where the temporary copy goes (default: the system temp)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy")
     ap.add_argument("--json", action="store_true", help="print the JSON summary instead of the table")
+    ap.add_argument("--server", action="store_true",
+                    help="with a `ragraf watch` running: each change is indexed by the watch and the CLI's "
+                    "index is answered by it; the watch's CPU is counted with the CLI's")  # fmt: skip
     args = ap.parse_args(argv)
     summary = run(args)
     if args.json:
