@@ -196,6 +196,9 @@ def test_fuse_tiers_ranks_by_both_tiers_the_transformer_counting_more() -> None:
     assert [h.chunk_id for h in fused] == [1, 3, 2, 7, 8]
     assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
     assert [h.chunk_id for h in fuse_tiers([], static, 3)] == [1, 7, 8]
+    # Over a quarter of the chunks, the transformer's second is about the fifth of all:
+    # 1: 2/105 + 1/101, 3: 2/101 + 1/105, 2: 2/109.
+    assert [h.chunk_id for h in fuse_tiers(transformer, static, 5, coverage=0.25)] == [3, 1, 2, 7, 8]
 
 
 def test_the_same_content_at_a_second_path_needs_no_static_vector_again(tmp_path: Path) -> None:
