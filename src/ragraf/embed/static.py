@@ -209,7 +209,7 @@ def static_query_text(query: str) -> str:
 
     A mean of token rows has no attention to discount "how does the ... work": the table's SIF
     weights come from code, where such words are rare, so they weigh as much as the words that
-    name what is asked. Bench, static tier alone: hybrid NDCG@10 0.832 -> 0.839 (docs/embeddings.md).
+    name what is asked. Bench, static tier alone: hybrid NDCG@10 0.831 -> 0.838 (docs/embeddings.md).
     """
     words = _QUERY_WORD.findall(query)
     content = [w for w in words if w.lower() not in STOPWORDS]
