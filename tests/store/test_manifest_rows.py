@@ -189,7 +189,8 @@ def test_a_sqlite_index_with_whole_manifests_per_revision_is_migrated_to_rows_an
     base.store.close()
     tree.store.close()
     db = sqlite3.connect(path)
-    for statement in (*SQLITE_MANIFEST_PER_REVISION, "PRAGMA user_version = 11"):
+    undo = ("ALTER TABLE ref_sites DROP COLUMN uses", *SQLITE_MANIFEST_PER_REVISION)
+    for statement in (*undo, "PRAGMA user_version = 11"):
         db.execute(statement)
     db.commit()
     whole_rows = db.execute("SELECT count(*) FROM manifest").fetchone()[0]
@@ -198,7 +199,7 @@ def test_a_sqlite_index_with_whole_manifests_per_revision_is_migrated_to_rows_an
     base.check()
     tree.check()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 12
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 13
     rows = db.execute("SELECT count(*) FROM manifest_rows").fetchone()[0]
     db.close()
     assert rows < whole_rows / 2  # a path unchanged across revisions is one row
@@ -228,3 +229,22 @@ def test_a_postgres_index_with_whole_manifests_per_revision_is_migrated_to_rows_
     nxt = rec.change(reopened.current_revision(), {"src/app/extra.py": "E = 1\n"})  # type: ignore[arg-type]
     rec.check()
     assert nxt.files == len(rec.expected[nxt.rev_no])
+
+
+def test_gc_removes_what_a_killed_run_stored_and_what_only_dropped_revisions_named(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    rec = Recorder(store_factory(), settings)
+    one = rec.whole(SAMPLE)
+    rec.entries({"src/app/stray.py": "S = 1\n"})  # stored by a run killed before its commit
+    assert rec.store.gc(keep=3)["contents_removed"] == 1
+    assert rec.store.gc(keep=3)["contents_removed"] == 0
+    two = rec.change(one, {"src/app/stray.py": "S = 1\n"})  # stored again, and named this time
+    assert rec.store.gc(keep=1) == {"revisions_removed": 1, "contents_removed": 0, "chunks_removed": 0}
+    rec.check()
+    three = rec.change(two, {}, removed=("src/app/stray.py",))
+    assert rec.store.gc(keep=2)["contents_removed"] == 0  # two still names it
+    removed = rec.store.gc(keep=1)
+    assert (removed["revisions_removed"], removed["contents_removed"]) == (1, 1)
+    assert [r.rev_no for r in rec.store.revisions()] == [three.rev_no]
+    rec.check()

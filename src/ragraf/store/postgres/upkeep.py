@@ -69,27 +69,52 @@ class UpkeepMixin:
             ]
             # The oldest revisions went: the manifest rows that held only for them are those closed by
             # the oldest kept revision or before.
-            if old:
-                conn.execute(
-                    "DELETE FROM manifest_rows WHERE repo_id = %s AND until_rev <= coalesce("
-                    "(SELECT min(rev_no) FROM revisions WHERE repo_id = %s), %s)",
-                    (self.repo_id, self.repo_id, LIVE_REV),
-                )
+            dead = (
+                [
+                    r[0]
+                    for r in conn.execute(
+                        "DELETE FROM manifest_rows WHERE repo_id = %s AND until_rev <= coalesce("
+                        "(SELECT min(rev_no) FROM revisions WHERE repo_id = %s), %s) RETURNING content_id",
+                        (self.repo_id, self.repo_id, LIVE_REV),
+                    )
+                ]
+                if old
+                else []
+            )
+            # A content loses its last reference only with a dropped row, or never had one (stored
+            # by a run killed before its commit, so newer than the last gc's mark): only those are
+            # checked, not every content of the repository.
+            mark = conn.execute(
+                "SELECT value FROM meta WHERE repo_id = %s AND key = 'gc_content_mark'", (self.repo_id,)
+            ).fetchone()
+            checked = {
+                "repo": self.repo_id,
+                "ids": sorted(set(dead)),
+                "mark": int(bytes(mark[0])) if mark else 0,
+            }
+            unnamed = (
+                "o.repo_id = %(repo)s AND (o.id = ANY(%(ids)s) OR o.id > %(mark)s) AND NOT EXISTS "
+                "(SELECT 1 FROM manifest_rows m WHERE m.content_id = o.id)"
+            )
             conn.execute(
                 "WITH gone AS (SELECT lexeme, count(*) AS n FROM contents o JOIN chunks c ON c.content_id = o.id, "
-                "unnest(tsvector_to_array(c.tsv)) AS lexeme WHERE o.repo_id = %s AND NOT EXISTS "
-                "(SELECT 1 FROM manifest_rows m WHERE m.content_id = o.id) GROUP BY lexeme) "
-                "UPDATE lex_df d SET df = d.df - gone.n FROM gone WHERE d.repo_id = %s AND d.lexeme = gone.lexeme",
-                (self.repo_id, self.repo_id),
+                f"unnest(tsvector_to_array(c.tsv)) AS lexeme WHERE {unnamed} GROUP BY lexeme) "
+                "UPDATE lex_df d SET df = d.df - gone.n FROM gone WHERE d.repo_id = %(repo)s AND d.lexeme = gone.lexeme",
+                checked,
             )
             # Chunks, facts, references and vectors of a deleted content go with it (ON DELETE CASCADE).
             stats = conn.execute(
-                "WITH orphans AS (DELETE FROM contents c WHERE c.repo_id = %s AND NOT EXISTS "
-                "(SELECT 1 FROM manifest_rows m WHERE m.content_id = c.id) RETURNING c.id) "
+                f"WITH orphans AS (DELETE FROM contents o WHERE {unnamed} RETURNING o.id) "
                 "SELECT (SELECT count(*) FROM orphans), count(ch.id), coalesce(sum(ch.lex_len), 0) "
                 "FROM orphans o JOIN chunks ch ON ch.content_id = o.id",
-                (self.repo_id,),
+                checked,
             ).fetchone()
+            conn.execute(
+                "INSERT INTO meta (repo_id, key, value) SELECT %(repo)s, 'gc_content_mark', "
+                "convert_to(coalesce(max(id), 0)::text, 'UTF8') FROM contents WHERE repo_id = %(repo)s "
+                "ON CONFLICT (repo_id, key) DO UPDATE SET value = excluded.value",
+                checked,
+            )
             assert stats is not None
             contents_removed, chunks_removed, tokens_removed = (int(v) for v in stats)
             if chunks_removed:
