@@ -147,3 +147,20 @@ def test_a_call_in_the_library_on_an_object_of_unknown_type_is_not_a_call_of_a_t
         sites = {(r["name"], r["line"]): r for r in idx.callees("show").results}
     # ten classes define render, eight of them in a test file: the library's call means one of the two
     assert {t["qualified"] for t in sites[("render", 18)]["targets"]} == {"Page.render", "Post.render"}
+
+
+def test_a_class_handed_on_as_a_value_is_made_where_it_is_handed_on_not_where_it_is_tested(
+    tmp_path: Path,
+) -> None:
+    root = _indexed(tmp_path / "made", {
+        "lib.py": (
+            "class Widget:\n    def __init__(self):\n        self.x = 1\n\n\n"  # 1-3
+            "def build(**attrs):\n    attrs.setdefault('cls', Widget)\n    return attrs['cls']()\n\n\n"  # 6-8
+            "def check(x: Widget) -> bool:\n    return isinstance(x, Widget)\n"  # 11-12
+        ),
+        "tests/test_build.py": "from lib import build\n\n\ndef test_build():\n    assert build().x == 1\n",
+        "tests/test_check.py": "from lib import check\n\n\ndef test_check():\n    assert not check(1)\n",
+    })  # fmt: skip
+    files = _test_files(root, "lib.py", 3)
+    assert [f["path"] for f in files] == ["tests/test_build.py"]
+    assert [c["to"] for c in files[0]["chain"]][:2] == ["Widget", "build"]

@@ -114,6 +114,7 @@ _PY_BASES = re.compile(r"\bclass\s+[\w$]+\s*(?:\[[^\]]*\])?\s*\(([^)]*)\)")
 _EXTENDS = re.compile(r"\b(?:extends|implements|:)\s+([\w$.,<>\s]+?)\s*(?:\{|\bwhere\b|$)")
 _RETURNED = re.compile(rf"^\s*(?:return|yield)\s+({_IDENT}(?:\.{_IDENT})*)\s*\(")
 _PROPERTY = re.compile(r"\s*@\s*(?:[\w.]+\.)?(?:property|cached_property|\w+\.(?:setter|getter|deleter))\b")
+_TYPE_TESTS = re.compile(r"\b(?:isinstance|issubclass|except)\b|->")
 _JS_DEFAULT = re.compile(rf"\bimport\s+({_IDENT})\s*(?:,|\bfrom\b)")
 _SOURCE_SUFFIXES = (
     ".py", ".pyi", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".go", ".rs", ".java", ".kt",
@@ -832,15 +833,19 @@ class CodeGraph:
     def _runs_when_named(self, node: Node) -> bool:
         """Whether a use of a Python function without a call may run it: handed on as a value (a
         callback, a dict of handlers, a decorator) or, for a property, read."""
-        return node.kind in ("function", "method") and language_of(node.path) == "python"
+        return node.kind in ("function", "method", "class") and language_of(node.path) == "python"
 
     def _hands_on(self, site: CallSite, node: Node) -> bool:
         """A reference that runs `node` later: a property read (`ctx.meta`), or the function named
         bare or on self where it resolves through the file or its imports (`callback=cb`,
-        `{"x": self._on_x}`, `@register`), not a guess by name of a method on an unknown object."""
+        `{"x": self._on_x}`, `@register`), not a guess by name of a method on an unknown object; a
+        class only where it is handed on as a value (`cls=Group`, `setdefault("cls", Group)`), to be
+        made later, not where an annotation or isinstance names it."""
         if self.is_property(node):
             return True
-        return site.how in ("exact", "import") and (site.receiver is None or site.receiver in _SELF)
+        if site.how not in ("exact", "import") or (site.receiver is not None and site.receiver not in _SELF):
+            return False
+        return node.kind != "class" or _handed_on(self.line(site.path, site.line), node.name)
 
     def is_property(self, node: Node) -> bool:
         """A Python method under `@property`, `@cached_property` or a property's `.setter`."""
@@ -906,6 +911,16 @@ class CodeGraph:
 def _js_star(imp: FactHit, text: str) -> bool:
     """`export * from "m"` (not `export * as x from "m"`): every name of m is the file's too."""
     return imp.name == imp.signature and re.match(r"\s*export\s+\*\s+from\b", text) is not None
+
+
+def _handed_on(text: str, name: str) -> bool:
+    """Whether a line hands `name` on as a value (`cls=Group`, `x = Group`, `f(Group)`, `, Group)`,
+    `return Group`), not called, subscripted or read from there, nor named in an annotation or a
+    type test (isinstance, issubclass, except)."""
+    if _TYPE_TESTS.search(text):
+        return False
+    at = rf"(?:(?<![=!<>:])=\s*|\(\s*|,\s*|\breturn\s+){re.escape(name)}(?![\w$.(\[\]])"
+    return re.search(at, text) is not None
 
 
 def _within(node: Node, r: FactHit) -> bool:
