@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,24 @@ def test_related_finds_the_definitions_sharing_its_names_and_its_neighbours(proj
 def test_related_outside_any_definition_says_so(project: Path) -> None:
     env = cli_json("related", "pkg/__init__.py:1", cwd=project)
     assert env["results"] == [] and any("outline" in n for n in env["notes"])
+
+
+def test_an_index_from_before_uses_were_counted_maps_the_same(project: Path) -> None:
+    import sqlite3
+
+    graph_ops._MAPS.clear()
+    with Index.open(project) as idx:
+        before = idx.repo_map().results
+        db_path = idx.settings.db_path
+        shutil.rmtree(idx.settings.home / "maps")
+    db = sqlite3.connect(db_path)  # schema 12: the sites of each reference row, not their number
+    db.execute("ALTER TABLE ref_sites DROP COLUMN uses")
+    db.execute("PRAGMA user_version = 12")
+    db.commit()
+    db.close()
+    graph_ops._MAPS.clear()
+    with Index.open(project) as idx:
+        assert idx.repo_map().results == before
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT count(*) FROM ref_sites WHERE uses IS NULL OR uses < 1").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM ref_sites").fetchone()[0] > 0

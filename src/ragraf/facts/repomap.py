@@ -9,6 +9,7 @@ order with their key definitions' signatures, fitted to a token budget.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -48,6 +49,19 @@ def rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
     SYMBOLS_PER_FILE, the most used first). The store's rows become integer columns once (a path and
     a name are numbers from then on); the edges, the rank and each definition's share are array
     arithmetic, with no Python step per use or per edge."""
+    # The reading makes a few hundred thousand strings and no cycle: the collector, run every
+    # few thousand of them, would walk everything a warm process holds (its graphs' memos) to
+    # free nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _rank_files(store, rev_no, focus)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
     import numpy as np  # a map's arithmetic; numpy is not loaded for other operations
 
     facts = store.map_facts(rev_no, _KINDS)

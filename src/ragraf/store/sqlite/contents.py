@@ -95,7 +95,10 @@ class ContentsMixin:
                 "end_line, signature, is_call, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 facts,
             )
-            db.executemany("INSERT INTO ref_sites (content_id, name, sites) VALUES (?, ?, ?)", refs)
+            db.executemany(
+                "INSERT INTO ref_sites (content_id, name, sites, uses) VALUES (?1, ?2, ?3, json_array_length(?3))",
+                refs,
+            )
         return ids
 
     def count_chunks(self, rev_no: int) -> int:

@@ -92,9 +92,7 @@ class FactsMixin:
             f"facts WHERE kind = 'def' AND def_kind IN ({','.join('?' * len(kinds))})",
             kinds,
         )
-        (u_content, u_sites), (u_name,) = _columns(
-            self.db, ["content_id", "json_array_length(sites)"], ["name"], "ref_sites", []
-        )
+        (u_content, u_sites), (u_name,) = _columns(self.db, ["content_id", "uses"], ["name"], "ref_sites", [])
         return MapFacts(
             paths, d_content, d_name, d_kind, d_line, d_top, d_signature, u_content, u_name, u_sites
         )
