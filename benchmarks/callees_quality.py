@@ -16,6 +16,16 @@ a parameter or variable holding a callable (`key(x)`), is left out.
     python benchmarks/callees_quality.py                       # click, attrs, more-itertools
     python benchmarks/callees_quality.py --sites 150 --json --rows
     pip install 'ragraf[bench]'                                # jedi, for the labels
+
+`--lang ts|java|rust|go` measures the same on projects of that language, each site labelled by
+the language's own compiler or analyser (benchmarks/oracles/): the TypeScript checker on zod and
+trpc's sources (benchmarks/data, `python benchmarks/corpora.py`), javac on the JDK's java.net.http
+and jdk.httpserver sources (its lib/src.zip), rust-analyzer's LSIF dump on Debian's regex-syntax
+and aho-corasick crates, go/types on Debian's goldmark and BurntSushi/toml. A site the oracle
+labels as a local, parameter, field or enum variant is not judged. Each language says how to
+install its oracle when it is missing (TOOLS is --tools, default /tmp/ragraf-oracles):
+
+    python benchmarks/callees_quality.py --lang ts --sites 300
 """
 
 from __future__ import annotations
