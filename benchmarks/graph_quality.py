@@ -83,11 +83,15 @@ def unpack(work: Path, spec: str) -> Path:
 
 
 def failing_files(root: Path, pythonpath: str, tests: str) -> set[str] | None:
-    """The test files with a failing or erroring test, or None when the suite did not finish."""
+    """The test files with a failing or erroring test, or None when the suite did not finish.
+    A file that fails to import is one of them, and the others still run (pytest would stop)."""
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(root / pythonpath)}
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "-rfE", "-W", "ignore", tests],
+            [
+                sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "-rfE", "-W", "ignore",
+                "--continue-on-collection-errors", tests,
+            ],
             cwd=root, env=env, capture_output=True, text=True, timeout=_SUITE_TIMEOUT_S,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -148,7 +152,7 @@ def campaign(name: str, work: Path, mutants: int, top: int, seed: int, depth: in
     ragraf(root, home, "index")
     index_s = time.perf_counter() - t0
     # a mutant's failing files depend on the project's code alone: kept under --work for the next run
-    truth_file = work / f"truth-{name}.json"
+    truth_file = work / f"truth2-{name}.json"
     truths: dict[str, list[str]] = json.loads(truth_file.read_text()) if truth_file.is_file() else {}
     if "" not in truths:
         before = failing_files(root, pythonpath, tests)
@@ -189,7 +193,9 @@ def campaign(name: str, work: Path, mutants: int, top: int, seed: int, depth: in
         t1 = time.perf_counter()
         env = ragraf(root, home, "impact", "--diff", "-", "--depth", str(depth), stdin=diff)
         latencies.append(time.perf_counter() - t1)
-        listed = [r["path"] for r in env["results"] if r["role"] == "test_file"][:top]
+        # a file failing before the change can say nothing about it: neither truth nor listed
+        files = [r["path"] for r in env["results"] if r["role"] == "test_file"]
+        listed = [p for p in files if p not in before][:top]
         hits = truth & set(listed)
         score.found += len(hits)
         score.failing += len(truth)

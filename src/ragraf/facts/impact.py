@@ -264,7 +264,11 @@ def _is_test(node: Node) -> bool:
 
 def _holds_tests(graph: CodeGraph, path: str) -> bool:
     """Whether a file under the tests defines a test: a helper, fixture or type-checking sample
-    there runs none of its own, so its reach is not a test file's."""
+    there runs none of its own, so its reach is not a test file's. A Python file is collected by
+    the test runners only under a test file's name (test*.py, *_test.py: pytest's and unittest's)."""
+    name = path.rpartition("/")[2]
+    if name.endswith(".py") and not (name.startswith("test") or name.endswith("_test.py")):
+        return False
     return any(
         d.kind in ("function", "method", "class") and _TEST_NAME.search(d.name) for d in graph.defs_in(path)
     )
