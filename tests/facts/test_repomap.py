@@ -85,6 +85,7 @@ def test_an_index_from_before_uses_were_counted_maps_the_same(project: Path) -> 
         db_path = idx.settings.db_path
         shutil.rmtree(idx.settings.home / "maps")
     db = sqlite3.connect(db_path)  # schema 12: the sites of each reference row, not their number
+    db.execute("DROP INDEX ref_sites_by_content")
     db.execute("ALTER TABLE ref_sites DROP COLUMN uses")
     db.execute("PRAGMA user_version = 12")
     db.commit()

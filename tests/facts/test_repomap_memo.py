@@ -69,3 +69,39 @@ def test_the_methods_a_call_on_a_class_may_run_are_worked_out_once(tmp_path: Pat
         before = graph.reads
         assert graph.methods_of("Session", "prepare") == found
         assert graph.reads == before
+
+
+def test_a_files_references_are_read_without_a_pass_over_every_files(tmp_path: Path) -> None:
+    """The work of reading one file's references (SQLite VM steps) does not grow with the index."""
+    root = tmp_path / "proj"
+    write(root, PROJECT)
+
+    def steps_to_read_refs(idx: Index) -> int:
+        store, rev_no = idx.store(), idx._current().rev_no
+        count = [0]
+
+        def step() -> int:
+            count[0] += 1
+            return 0
+
+        store.db.set_progress_handler(step, 10)
+        try:
+            refs = store.find_facts(rev_no, "ref", path="pkg/api.py", limit=100_000)
+        finally:
+            store.db.set_progress_handler(None, 10)
+        assert {"request", "Session", "rev"} <= {r.name for r in refs}
+        return count[0]
+
+    with Index.open(root) as idx:
+        idx.index()
+        small = steps_to_read_refs(idx)
+        many = {
+            f"gen/m{i}.py": "".join(
+                f"def f{i}_{j}(x):\n    return g{j}(x) + h{j}(x)\n\n\n" for j in range(20)
+            )
+            for i in range(150)
+        }
+        write(root, many)
+        idx.index()
+        large = steps_to_read_refs(idx)
+    assert large < 2 * small + 50  # 150 more files, 6,000 more reference rows: about the same work

@@ -189,7 +189,11 @@ def test_a_sqlite_index_with_whole_manifests_per_revision_is_migrated_to_rows_an
     base.store.close()
     tree.store.close()
     db = sqlite3.connect(path)
-    undo = ("ALTER TABLE ref_sites DROP COLUMN uses", *SQLITE_MANIFEST_PER_REVISION)
+    undo = (
+        "DROP INDEX ref_sites_by_content",
+        "ALTER TABLE ref_sites DROP COLUMN uses",
+        *SQLITE_MANIFEST_PER_REVISION,
+    )
     for statement in (*undo, "PRAGMA user_version = 11"):
         db.execute(statement)
     db.commit()
@@ -199,7 +203,7 @@ def test_a_sqlite_index_with_whole_manifests_per_revision_is_migrated_to_rows_an
     base.check()
     tree.check()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 13
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
     rows = db.execute("SELECT count(*) FROM manifest_rows").fetchone()[0]
     db.close()
     assert rows < whole_rows / 2  # a path unchanged across revisions is one row

@@ -262,6 +262,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE ref_sites ADD COLUMN uses INTEGER;
     UPDATE ref_sites SET uses = json_array_length(sites);
     """,
+    # 14: a file's references found by its content (the code graph reads a file's calls), not by
+    # a scan of every reference row of the index (a tenth of a second each on 10,000 files)
+    """
+    CREATE INDEX ref_sites_by_content ON ref_sites (content_id);
+    """,
 ]
 
 COMPACT_FROM = 10  # an index migrated across this schema is vacuumed once, into auto_vacuum = INCREMENTAL
