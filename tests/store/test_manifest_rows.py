@@ -8,7 +8,6 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-import psycopg
 import pytest
 from store.sample_index import PG_MANIFEST_PER_REVISION, SQLITE_MANIFEST_PER_REVISION, StoreFactory, bundle
 from support import SAMPLE
@@ -217,6 +216,8 @@ def test_a_postgres_index_with_whole_manifests_per_revision_is_migrated_to_rows_
 ) -> None:
     if store_factory.kind != "postgres":  # type: ignore[attr-defined]
         pytest.skip("the PostgreSQL schema's migration")
+    import psycopg
+
     rec = Recorder(store_factory(), settings)
     _script(rec)
     dsn = rec.store.dsn  # type: ignore[attr-defined]
@@ -252,3 +253,24 @@ def test_gc_removes_what_a_killed_run_stored_and_what_only_dropped_revisions_nam
     assert (removed["revisions_removed"], removed["contents_removed"]) == (1, 1)
     assert [r.rev_no for r in rec.store.revisions()] == [three.rev_no]
     rec.check()
+
+
+def test_a_change_to_an_older_revision_commits_on_a_pool_of_one_connection(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    if store_factory.kind != "postgres":  # type: ignore[attr-defined]
+        pytest.skip("a PostgreSQL connection pool")
+    from ragraf.store.postgres import PostgresStore
+
+    first = store_factory()
+    store = PostgresStore(first.dsn, first.repo_key, pool_size=1)  # type: ignore[attr-defined]
+    try:
+        rec = Recorder(store, settings)
+        one = rec.whole(SAMPLE)
+        rec.change(one, {"src/app/extra.py": "E = 1\n"})
+        rec.change(
+            one, {"src/app/other.py": "O = 1\n"}
+        )  # made whole from one, read on the committing connection
+        rec.check()
+    finally:
+        store.close()

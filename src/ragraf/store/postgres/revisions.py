@@ -82,7 +82,13 @@ class RevisionsMixin:
                 (self.repo_id,),
             ).fetchone()
             if new.parent is not None and (prior is None or new.parent != prior[0]):
-                new = new.whole(self.manifest(new.parent))  # not a change to the newest revision
+                # Not a change to the newest revision: made whole, its parent read on this connection
+                # (a pool of one has no other to lend).
+                parent = conn.execute(
+                    "SELECT path, sha256, content_id, size FROM manifest WHERE repo_id = %s AND rev_no = %s",
+                    (self.repo_id, new.parent),
+                ).fetchall()
+                new = new.whole({r[0]: ManifestEntry(*r) for r in parent})
             rev = Revision(
                 nxt, f"rev-{nxt:04d}", new.corpus_hash, created, new.index_version, new.git_head,
                 new.git_branch, 0, 0,
