@@ -239,12 +239,16 @@ def test_a_postgres_index_with_whole_manifests_per_revision_is_migrated_to_rows_
 def test_gc_removes_what_a_killed_run_stored_and_what_only_dropped_revisions_named(
     store_factory: StoreFactory, settings: Settings
 ) -> None:
+    kind = store_factory.kind  # type: ignore[attr-defined]
     rec = Recorder(store_factory(), settings)
     one = rec.whole(SAMPLE)
-    rec.entries({"src/app/stray.py": "S = 1\n"})  # stored by a run killed before its commit
+    stray = "from app.server import resolve_host\n\nresolve_host('x')\n"
+    rec.entries({"src/app/stray.py": stray})  # stored by a run killed before its commit
+    assert _references_without_content(rec.store, kind) == 0 < _references(rec.store, kind, stray)
     assert rec.store.gc(keep=3)["contents_removed"] == 1
+    assert _references_without_content(rec.store, kind) == 0
     assert rec.store.gc(keep=3)["contents_removed"] == 0
-    two = rec.change(one, {"src/app/stray.py": "S = 1\n"})  # stored again, and named this time
+    two = rec.change(one, {"src/app/stray.py": stray})  # stored again, and named this time
     assert rec.store.gc(keep=1) == {"revisions_removed": 1, "contents_removed": 0, "chunks_removed": 0}
     rec.check()
     three = rec.change(two, {}, removed=("src/app/stray.py",))
@@ -252,7 +256,36 @@ def test_gc_removes_what_a_killed_run_stored_and_what_only_dropped_revisions_nam
     removed = rec.store.gc(keep=1)
     assert (removed["revisions_removed"], removed["contents_removed"]) == (1, 1)
     assert [r.rev_no for r in rec.store.revisions()] == [three.rev_no]
+    assert _references_without_content(rec.store, kind) == 0
+    assert [h.name for h in rec.store.find_facts(three.rev_no, "ref", name="resolve_host")] != []
     rec.check()
+
+
+def _scalar(store: Store, kind: str, sqlite_sql: str, pg_sql: str, args: tuple[object, ...] = ()) -> int:
+    if kind == "sqlite":
+        assert isinstance(store, SqliteStore)
+        return int(store.db.execute(sqlite_sql, args).fetchone()[0])
+    row = store._row(pg_sql, (store.repo_id, *args))  # type: ignore[attr-defined]
+    assert row is not None
+    return int(row[0])
+
+
+def _references_without_content(store: Store, kind: str) -> int:
+    return _scalar(
+        store, kind, "SELECT count(*) FROM ref_sites WHERE content_id NOT IN (SELECT id FROM contents)",
+        "SELECT count(*) FROM ref_sites WHERE repo_id = %s AND content_id NOT IN (SELECT id FROM contents)",
+    )  # fmt: skip
+
+
+def _references(store: Store, kind: str, text: str) -> int:
+    """Reference rows stored for the content of text (whichever path holds it)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return _scalar(
+        store, kind,
+        "SELECT count(*) FROM ref_sites r JOIN contents c ON c.id = r.content_id WHERE c.sha256 = ?",
+        "SELECT count(*) FROM ref_sites r JOIN contents c ON c.id = r.content_id WHERE r.repo_id = %s AND c.sha256 = %s",
+        (digest,),
+    )  # fmt: skip
 
 
 def test_a_change_to_an_older_revision_commits_on_a_pool_of_one_connection(

@@ -133,8 +133,8 @@ class UpkeepMixin:
                 db.execute("DELETE FROM contents WHERE id = ?", (content_id,))
                 removed_chunks += len(chunk_ids)
             if orphans:
-                # One pass over the references instead of an index on content_id that every insert pays for.
-                db.execute("DELETE FROM ref_sites WHERE content_id NOT IN (SELECT id FROM contents)")
+                # Found by content (schema 14), not by a pass over every reference row of the index.
+                db.executemany("DELETE FROM ref_sites WHERE content_id = ?", [(c,) for c in orphans])
                 db.execute("DELETE FROM pending_fts WHERE chunk_id NOT IN (SELECT id FROM chunks)")
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) SELECT 'gc_content_mark', coalesce(max(id), 0) FROM contents"
