@@ -3,7 +3,7 @@
 For each project (an sdist, unpacked under --work; fetched with `pip download --no-deps
 --no-binary :all:` when missing), the suite is run once as it is (tests failing already are left
 out), then one function at a time is broken (its body starts with `raise RuntimeError`), the suite
-is run again and its failing test files are the truth (kept in --work/truth-NAME.json, so a
+is run again and its failing test files are the truth (kept in --work/truth2-NAME.json, so a
 second run only asks ragraf). `ragraf impact --diff -` is given the same
 change; its first --top test files are compared with the truth: recall (of the failing files the top
 could hold, min(failing, top), the share in it; and of all failing files) and precision (of the top, the share that failed), over the mutants that fail
