@@ -54,7 +54,12 @@ TOKEN_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("age-secret-key", ("AGE-SECRET-KEY-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     ("password-in-url", ("://",), r"://[^/\s:@'\"]{1,64}:(?P<t>[^/\s:@'\"$<>{}]{6,128})@"),
 )  # fmt: skip
-_FORMATS = [(kind, literals, re.compile(pattern)) for kind, literals, pattern in TOKEN_FORMATS]
+# A format's literals are looked for in one scan of the text (a compiled alternation) rather than
+# one substring test each: on a third of the speed corpus 0.44 CPU-s instead of 1.13.
+_FORMATS = [
+    (kind, re.compile("|".join(map(re.escape, literals))).search, re.compile(pattern))
+    for kind, literals, pattern in TOKEN_FORMATS
+]
 
 # A value given to a name that says it is secret, and random enough to be one: a quoted literal
 # without spaces, or the rest of a line (.env, YAML, INI). Only lines holding one of the words are
@@ -112,8 +117,8 @@ def redact(text: str) -> tuple[str, int]:
             return f"{m.group(1)}{REDACTED}private-key]" + "\n" * m.group(3).count("\n") + m.group(4)
 
         text = _PRIVATE_KEY_BLOCK.sub(blank_key, text)
-    for kind, literals, pattern in _FORMATS:
-        if not any(lit in text for lit in literals):
+    for kind, holds_literal, pattern in _FORMATS:
+        if holds_literal(text) is None:
             continue
 
         def replace(m: re.Match[str], kind: str = kind) -> str:
