@@ -307,6 +307,39 @@ def test_a_searching_handle_reads_only_the_vectors_a_new_revision_adds(tmp_path:
     )
 
 
+def test_a_partly_embedded_revision_is_counted_again_only_after_a_write(tmp_path: Path) -> None:
+    from store.sample_index import commit_files
+
+    from ragraf.config import load_settings
+
+    def unit(i: int) -> bytes:
+        v = np.random.default_rng(i).normal(size=8).astype(np.float32)
+        return (v / np.linalg.norm(v)).tobytes()
+
+    writer = sq.SqliteStore(tmp_path / "index.db", create=True)
+    rev = commit_files(writer, load_settings(tmp_path), SAMPLE)
+    chunks = writer.chunks_missing_vectors(rev.rev_no, "m", 1000)
+    half = len(chunks) // 2
+    writer.add_vectors("m", [(c.chunk_id, unit(c.chunk_id)) for c in chunks[:half]], 8)
+    reader = sq.SqliteStore(tmp_path / "index.db")
+    query = unit(0)
+    assert reader.vector_coverage(rev.rev_no, "m") == pytest.approx(half / len(chunks))
+    first = reader.vector_search(rev.rev_no, "m", query, 8, 50)
+    assert len(first) == half
+    statements: list[str] = []
+    reader.db.set_trace_callback(statements.append)
+    # Nothing written since: the shares and the vectors read stand, and no count runs again.
+    assert reader.vector_coverage(rev.rev_no, "m") == pytest.approx(half / len(chunks))
+    assert reader.vector_search(rev.rev_no, "m", query, 8, 50) == first
+    assert statements and not [s for s in statements if "count(" in s.lower()]
+    # Another process's write is seen at the next search: the rest of the vectors, and the share.
+    writer.add_vectors("m", [(c.chunk_id, unit(c.chunk_id)) for c in chunks[half:]], 8)
+    assert reader.vector_coverage(rev.rev_no, "m") == 1.0
+    hits = reader.vector_search(rev.rev_no, "m", query, 8, 50)
+    assert len(hits) == min(len(chunks), 50)
+    assert hits == sq.SqliteStore(tmp_path / "index.db").vector_search(rev.rev_no, "m", query, 8, 50)
+
+
 def test_a_large_revision_is_searched_through_int8_codes_with_exact_answers(tmp_path: Path) -> None:
     assert sq.simsimd is not None  # installed with ragraf: else every search scores every row in float32
     store = sq.SqliteStore(tmp_path / "index.db", create=True)

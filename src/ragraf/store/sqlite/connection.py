@@ -56,6 +56,7 @@ class ConnectionBase:
         self.label = label
         self._vector_rows: dict[tuple[str, int], VectorRows] = {}
         self._covered: set[tuple[int, str]] = set()
+        self._coverage_seen: dict[tuple[int, str], tuple[tuple[int, int], float]] = {}  # vectors.py
         if not path.exists() and not create:
             raise IndexMissingError(
                 f"no index yet for this folder (looked for {path})", suggest="run `ragraf index` first"
