@@ -42,14 +42,12 @@ class RevisionsMixin:
         return Revision(*row) if row else None
 
     def manifest(self, rev_no: int) -> dict[str, ManifestEntry]:
-        rows = self.db.execute(
-            "SELECT path, sha256, content_id, size FROM manifest WHERE rev_no = ?", (rev_no,)
-        ).fetchall()
+        rows = self.db.execute(_whole_manifest("path, sha256, content_id, size"), (rev_no,)).fetchall()
         return {row[0]: ManifestEntry(*row) for row in rows}
 
     def manifest_hashes(self, rev_no: int) -> list[tuple[str, str]]:
         """(path, sha256) of every file of a revision: what its corpus hash is made of."""
-        return self.db.execute("SELECT path, sha256 FROM manifest WHERE rev_no = ?", (rev_no,)).fetchall()
+        return self.db.execute(_whole_manifest("path, sha256"), (rev_no,)).fetchall()
 
     def manifest_entry(self, rev_no: int, path: str) -> ManifestEntry | None:
         """One path's entry, without loading the whole manifest."""
@@ -192,6 +190,20 @@ class RevisionsMixin:
         ).fetchone()
         seq = int(prior[0].rsplit(".", 1)[1]) + 1 if prior and "." in prior[0] else 1
         return f"{base_rev + '+' if base_rev else ''}wt-{self.label or 'tree'}.{seq}"
+
+
+def _whole_manifest(columns: str) -> str:
+    """A revision's whole manifest (?1 its number), in one statement so a commit cannot come
+    between: a view's newest revision holds its current rows, read straight from the table in
+    path order (half the cost of the view's index walk); an older one is read through the view."""
+    rows = ", ".join(f"m.{c.strip()}" for c in columns.split(","))
+    newest = "(SELECT max(rev_no) FROM revisions WHERE view = r.view)"
+    return (
+        f"SELECT {rows} FROM revisions r JOIN manifest_rows m ON m.view = r.view AND +m.until_rev = {LIVE_REV} "
+        f"WHERE r.rev_no = ?1 AND r.rev_no = {newest} "
+        f"UNION ALL SELECT {rows} FROM revisions r JOIN manifest m ON m.rev_no = r.rev_no "
+        f"WHERE r.rev_no = ?1 AND r.rev_no != {newest}"
+    )
 
 
 def _chunks_of(db: sqlite3.Connection, content_ids: set[int]) -> int:
