@@ -50,6 +50,26 @@ def index_text(text: str) -> str:
     return text + "\n" + " ".join(sorted(extra))
 
 
+def index_texts(texts: list[str]) -> list[str]:
+    """index_text of each text, each distinct word looked at once over all of them (the chunks of
+    one file share most of their identifiers); the same strings index_text gives."""
+    seen: set[str] = set()
+    expansions: dict[str, str] = {}  # the words with an expansion, and it
+    out: list[str] = []
+    for text in texts:
+        words = set(_WORD.findall(text))
+        for w in words - seen:
+            if not w.islower() or "_" in w.strip("_"):
+                e = _expansion(w)
+                if e:
+                    expansions[w] = e
+        seen |= words
+        # One per word, as index_text: two words with one expansion (FooBar, Foo_Bar) give it twice.
+        extra = list(map(expansions.__getitem__, words & expansions.keys()))
+        out.append(text + "\n" + " ".join(sorted(extra)) if extra else text)
+    return out
+
+
 def query_terms(query: str, limit: int = 40) -> list[str]:
     """Distinct lower-case search terms of a query, stop words dropped, compound identifiers first."""
     compound: list[str] = []

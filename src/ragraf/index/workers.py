@@ -23,7 +23,7 @@ from ragraf.header_language import content_language
 from ragraf.languages import TREE_SITTER_LANGUAGES
 from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord, RefSites
 from ragraf.store.base import pack_sites
-from ragraf.tokens import index_text
+from ragraf.tokens import index_texts
 
 # Below this many files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 64
@@ -82,11 +82,10 @@ def analyse(
     if language == "markdown":
         symbols = None  # the heading chunker names its own sections
     chunks = chunk_text(text, language, settings.chunk_max_chars, settings.chunk_min_chars, symbols, tree)
+    bodies = index_texts([c.text + "\n" + (c.symbol or "") for c in chunks])
     records = [
-        ChunkRecord(
-            i, c.start_line, c.end_line, c.symbol, c.text, index_text(c.text + "\n" + (c.symbol or ""))
-        )
-        for i, c in enumerate(chunks)
+        ChunkRecord(i, c.start_line, c.end_line, c.symbol, c.text, body)
+        for i, (c, body) in enumerate(zip(chunks, bodies, strict=True))
     ]
     return records, facts, refs, status
 
