@@ -3,6 +3,11 @@ MCP SDK's client, `search` called with the tool's default top_k, and the results
 the agent reads (within the byte budget), not from the structured content.
 
     idx = McpIndex(Index.open(root, home=...))   # index() runs in-process; search() goes over MCP
+
+Run alone, it checks the path on the shared bench: for each query, the MCP text's citations at the
+default top_k against the library's top 10 (existing index homes, default embedder).
+
+    python benchmarks/mcp_path.py --repos express,zod
 """
 
 from __future__ import annotations
@@ -123,3 +128,49 @@ class McpIndex:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._index.close()
+
+
+def compare(names: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """Per bench repository: queries whose MCP citations are the library's top 10 exactly, a prefix
+    of them (the byte budget cut the rest), or something else."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import quality  # the bench's corpora and homes; imported here, quality imports this module
+
+    from ragraf import Index
+
+    out = {}
+    for corpus in quality.bench_corpora(names, quality.corpora.SHARED_BENCH):
+        home = quality.HOMES_DIR / f"{corpus.name}-default"
+        library = Index.open(corpus.root, home=home)
+        library.index(quiet=True)
+        agent = McpIndex(Index.open(corpus.root, home=home))
+        row = {"queries": 0, "same": 0, "cut": 0, "other": 0}
+        try:
+            for task in corpus.tasks:
+                ours = [
+                    Cited(r.path, r.start_line, r.end_line) for r in library.search(task.query, k=10).results
+                ]
+                theirs = agent.search(task.query).results
+                row["queries"] += 1
+                if theirs == ours:
+                    row["same"] += 1
+                elif ours[: len(theirs)] == theirs:
+                    row["cut"] += 1
+                else:
+                    row["other"] += 1
+        finally:
+            agent.close()
+            library.close()
+        out[corpus.name] = row
+        print(f"{corpus.name}: {row}", file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="MCP search text against the library's top 10, per query")
+    ap.add_argument("--repos", default="", help="comma-separated bench repositories (default: all six)")
+    rows = compare([r for r in ap.parse_args().repos.split(",") if r] or None)
+    total = {k: sum(r[k] for r in rows.values()) for k in ("queries", "same", "cut", "other")}
+    print(f"all: {total}")
