@@ -284,6 +284,7 @@ MIGRATIONS: list[str] = [
     CREATE VIEW manifest (repo_id, rev_no, path, sha256, content_id, size) AS
         SELECT r.repo_id, r.rev_no, m.path, m.sha256, m.content_id, m.size FROM revisions r
         JOIN manifest_rows m ON m.repo_id = r.repo_id AND m.first_rev <= r.rev_no AND m.until_rev > r.rev_no;
+    ANALYZE manifest_rows;
     """,
 ]
 
