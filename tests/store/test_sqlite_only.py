@@ -401,8 +401,8 @@ def test_a_new_index_text_rebuilds_the_lexical_rows_on_open_and_they_move_and_le
     def marked(text: str) -> str:
         return index_text(text) + "\nzzmarked"
 
-    for module in (sql, workers):
-        monkeypatch.setattr(module, "index_text", marked)
+    monkeypatch.setattr(sql, "index_text", marked)
+    monkeypatch.setattr(workers, "index_texts", lambda texts: [marked(t) for t in texts])
     for module in (sql, connection):
         monkeypatch.setattr(module, "INDEX_TEXT_VERSION", "2")
     idx = Index.open(root, embedder="none")
