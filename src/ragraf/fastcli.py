@@ -29,8 +29,8 @@ _NOT_FORWARDED = {  # options that read a file or stdin relative to the caller, 
     "changes": ("-o", "--output"),
 }
 _HELP = ("-h", "--help")
-# `index` too, when it is the plain incremental run (the server takes it only when its watch saw no
-# change, so a run that has work to do shows its progress here and Ctrl-C stops it).
+# `index` too, when it is the plain incremental run (the server takes it only when its watch saw a
+# few files change at most, so a run with real work to do shows its progress here and Ctrl-C stops it).
 _INDEX_FLAGS = frozenset({"-q", "--quiet", "--json", "--no-wait", "--lexical-only"})
 _CLIENT_ONLY = ("RAGRAF_NO_SERVER", "RAGRAF_SOCKET_DIR")
 _ANSWERING_ENV = ("OPENAI_API_KEY", "XDG_CACHE_HOME", "HOME", "NO_COLOR", "FORCE_COLOR")

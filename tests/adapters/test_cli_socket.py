@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from support import SAMPLE, init_git, run_cli, write
 
+from ragraf.adapters.cli_socket import SERVED_CHANGE_FILES
 from ragraf.fastcli import encode_request, socket_path
 
 # The console entry point, which notes in MARK_FILE whether click was loaded: a read the server
@@ -226,7 +227,7 @@ def test_a_socket_folder_others_can_enter_is_not_used(repo: Path, env: dict[str,
         proc.wait(timeout=30)
 
 
-def test_a_no_change_index_is_served_and_one_with_work_runs_in_process(
+def test_a_small_change_is_indexed_by_the_server_and_a_large_one_in_process(
     repo: Path, env: dict[str, str]
 ) -> None:
     with server(repo, env, "serve"):
@@ -236,7 +237,18 @@ def test_a_no_change_index_is_served_and_one_with_work_runs_in_process(
         assert report["new_revision"] is False and report["files"]["modified"] == 0
         (repo / "src/app/retry.py").write_text("def backoff_forever(fn):\n    return fn()\n")
         out, err, code, who = client(("index", "--json"), repo, env)
-        assert (code, who) == (0, "in-process"), err  # its progress and Ctrl-C are the caller's
+        assert (code, who) == (0, "server"), err
         assert json.loads(out)["files"]["modified"] == 1
+        assert client(("def", "backoff_forever", "--json"), repo, env)[2:] == (0, "server")
+        write(
+            repo,
+            {
+                f"src/many/m{i}.py": f"def made_{i}():\n    return {i}\n"
+                for i in range(SERVED_CHANGE_FILES + 1)
+            },
+        )
+        out, err, code, who = client(("index", "--json"), repo, env)
+        assert (code, who) == (0, "in-process"), err  # its progress and Ctrl-C are the caller's
+        assert json.loads(out)["files"]["added"] == SERVED_CHANGE_FILES + 1
         assert client(("index", "--full", "-q"), repo, env)[2:] == (0, "in-process")
         assert client(("index", "src", "-q"), repo, env)[3] == "in-process"

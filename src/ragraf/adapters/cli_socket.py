@@ -29,6 +29,7 @@ from ragraf.fastcli import MAGIC, READS, answering_env, private_dir, requested_r
 
 log = logging.getLogger(__name__)
 
+SERVED_CHANGE_FILES = 50  # an `index` with this many changed files or fewer runs in the server
 CHECK_S = 1.0  # how often the listener looks for a removed root or index home
 _READ_TIMEOUT_S = 5.0  # a client that connects and sends nothing
 
@@ -300,12 +301,13 @@ class CliListener:
             return False
         if request["env"] != answering_env(os.environ, any(request["tty"])):
             return False
-        return argv[0] != "index" or _unchanged(entry.root)
+        return argv[0] != "index" or _small_change(entry.root)
 
 
-def _unchanged(root: Path) -> bool:
-    """Nothing changed on disk since the current revision (this process's guard, watched): a
-    `ragraf index` here is the no-change run; any other is the client's, with its progress."""
+def _small_change(root: Path) -> bool:
+    """At most SERVED_CHANGE_FILES changed on disk since the current revision (this process's
+    guard, watched): the server's warm run of `ragraf index` takes a fraction of the client's
+    start-up. A larger run is the client's, with its progress and its Ctrl-C."""
     from ragraf.api import Index
 
     try:
@@ -314,7 +316,9 @@ def _unchanged(root: Path) -> bool:
     except Exception:  # no index yet, a config error: the command's own run says so
         return False
     drift = env.results[0].get("drift", {}) if env.results and isinstance(env.results[0], dict) else None
-    return env.state == "fresh" and drift is not None and not any(drift.get(k) for k in drift)
+    if env.state not in ("fresh", "drifted") or not isinstance(drift, dict):
+        return False
+    return sum(len(paths) for paths in drift.values()) <= SERVED_CHANGE_FILES
 
 
 def _read_request(conn: socket.socket) -> dict[str, Any] | None:
