@@ -16,6 +16,7 @@ transformer and embedding one text, each in its own subprocess.
     python benchmarks/search_latency.py                        # six bench corpora, all four
     python benchmarks/search_latency.py --repos aiohttp --configs lexical,static --json
     python benchmarks/search_latency.py --incremental          # reuse the homes of a previous run
+    python benchmarks/search_latency.py --corpus benchmarks/data/speed --configs static,lexical
 
 Target (issue 24): p50 ≤ 20 ms CPU per query on every bench corpus; each model ≤ 100 MB of RSS.
 Run ``python benchmarks/corpora.py`` first to lay out the corpora.
@@ -35,11 +36,12 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from benchmarks import corpora, metric, quality
+    from benchmarks import corpora, metric, quality, speed
 except ModuleNotFoundError:  # run as a script: python benchmarks/search_latency.py
     import corpora  # type: ignore[no-redef]
     import metric  # type: ignore[no-redef]
     import quality  # type: ignore[no-redef]
+    import speed  # type: ignore[no-redef]
 
 CONFIGS = ("lexical", "static", "full", "share25")
 SHARE = 0.25
@@ -84,6 +86,13 @@ def memory(which: str) -> dict[str, float]:
     found = json.loads(out.strip().splitlines()[-1])
     found["added_mb"] = round(found["after_mb"] - found["before_mb"], 1)
     return found
+
+
+def folder_corpus(root: Path, queries: Path | None) -> quality.Corpus:
+    """Any folder, searched with speed.py's questions and identifiers (or one query per line of a file)."""
+    nl, ident = speed.load_queries(queries)
+    tasks = tuple(quality.Task(q, (), (), "") for q in [*nl, *ident])
+    return quality.Corpus(root.resolve().name, root.resolve(), "", tasks)
 
 
 def prepare(corpus: quality.Corpus, config: str, homes: Path, incremental: bool) -> Any:
@@ -156,6 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repos", default="", help="comma-separated bench repositories (default: all six)")
     ap.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated: {','.join(CONFIGS)}")
+    ap.add_argument(
+        "--corpus",
+        type=Path,
+        help="a folder to measure instead of the bench (e.g. benchmarks/data/speed), with speed.py's queries",
+    )
+    ap.add_argument("--queries", type=Path, help="with --corpus: queries, one per line")
     ap.add_argument("--bench", type=Path, default=corpora.SHARED_BENCH, help="the shared bench folder")
     ap.add_argument(
         "--homes",
@@ -179,7 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     # "full" before "lexical": the lexical configuration searches the full build's index.
     order = sorted(configs, key=lambda c: CONFIGS.index(c) if c != "lexical" else len(CONFIGS))
-    for corpus in quality.bench_corpora(repos or None, args.bench):
+    todo = (
+        [folder_corpus(args.corpus, args.queries)]
+        if args.corpus
+        else quality.bench_corpora(repos or None, args.bench)
+    )
+    for corpus in todo:
         results[corpus.name] = {}
         for config in order:
             print(f"... {corpus.name}: {config}", file=sys.stderr, flush=True)
