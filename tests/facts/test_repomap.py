@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -96,3 +97,17 @@ def test_an_index_from_before_uses_were_counted_maps_the_same(project: Path) -> 
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT count(*) FROM ref_sites WHERE uses IS NULL OR uses < 1").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM ref_sites").fetchone()[0] > 0
+
+
+@pytest.mark.parametrize("damaged", ["[1, 2]", '{"paths": ["pkg/api.py"]}', "{", ""])
+def test_a_cached_map_that_does_not_read_back_is_ranked_again(project: Path, damaged: str) -> None:
+    graph_ops._MAPS.clear()
+    with Index.open(project) as idx:
+        first = idx.repo_map().results
+        cached = list((idx.settings.home / "maps").glob("*.json"))
+    assert len(cached) == 1
+    cached[0].write_text(damaged)
+    graph_ops._MAPS.clear()
+    with Index.open(project) as idx:
+        assert idx.repo_map().results == first
+    assert json.loads(cached[0].read_text())["paths"][0] == first[0]["path"]  # written again, whole

@@ -3,6 +3,7 @@ code base (this project's own source, copied), unfocused and focused."""
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -79,3 +80,19 @@ def test_the_map_ranks_a_real_code_base_as_its_definition_does(real: Path, focus
     assert got == expected
     if focus == ["store"]:
         assert ranked[0].path.startswith("store/")
+
+
+def test_a_ranking_packed_for_the_cache_unpacks_as_it_was(real: Path) -> None:
+    with Index.open(real) as idx:
+        ranked = repomap.rank_files(idx.store(), idx._current().rev_no, [])
+    back = repomap.unpack(json.loads(json.dumps(repomap.pack(ranked))))
+    assert back == ranked
+    assert all(
+        type(f) is repomap.RankedFile and type(s) is repomap.RankedDef for f in back for s in f.symbols
+    )
+    assert back[0].symbols[0].path == ranked[0].path
+    assert repomap.unpack(repomap.pack([])) == []
+    short = repomap.pack(ranked)
+    short["counts"][0] += 1  # columns that do not add up are refused, not read askew
+    with pytest.raises(ValueError):
+        repomap.unpack(short)

@@ -10,8 +10,9 @@ order with their key definitions' signatures, fitted to a token budget.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
-from itertools import repeat
+from functools import partial
+from itertools import accumulate, chain, repeat
+from typing import NamedTuple
 
 from ragraf.languages import is_test_path
 from ragraf.store import Store
@@ -27,8 +28,7 @@ _KINDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class RankedDef:
+class RankedDef(NamedTuple):  # a tuple: a map makes tens of thousands
     name: str
     kind: str
     path: str
@@ -37,8 +37,7 @@ class RankedDef:
     score: float
 
 
-@dataclass(frozen=True)
-class RankedFile:
+class RankedFile(NamedTuple):
     path: str
     rank: float
     symbols: tuple[RankedDef, ...]
@@ -69,7 +68,8 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     contents = np.fromiter(facts.paths, np.int64, len(facts.paths))
     many = np.fromiter((len(held) for held in facts.paths.values()), np.int64, len(contents))
     first = np.cumsum(many) - many  # a content's first path id; its other paths follow it
-    names = {name: i for i, name in enumerate(dict.fromkeys(facts.def_name))}
+    distinct = dict.fromkeys(facts.def_name)
+    names = dict(zip(distinct, range(len(distinct)), strict=True))
     d_row, d_path = _spread(np, _slots(np, contents, facts.def_content), first, many)
     d_name = np.fromiter(map(names.__getitem__, facts.def_name), np.int64, len(facts.def_name))[d_row]
     # each name's defining paths, distinct, in name order
@@ -87,7 +87,9 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     u_row, u_path = _spread(np, u_slot, first, many)
     u_name, spread = u_name[u_row], spread[u_row]
     count = np.asarray(facts.use_sites, dtype=np.float64)[u_row]
-    users = np.unique(u_path)
+    using = np.zeros(len(paths), dtype=bool)
+    using[u_path] = True
+    users = np.flatnonzero(using)  # np.unique(u_path), without the numpy.ma it loads
     test_weight = np.ones(len(paths))
     test_weight[users] = [0.5 if is_test_path(paths[i]) else 1.0 for i in users.tolist()]
     u_weight = np.sqrt(count) / spread * test_weight[u_path]
@@ -126,17 +128,21 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     sorted_file = d_file[order]
     group = np.searchsorted(sorted_file, sorted_file)  # where each file's definitions begin
     kept = order[np.arange(len(order)) - group < SYMBOLS_PER_FILE]
-    by_file: dict[int, list[RankedDef]] = {}
-    for f, i, ln, sc in zip(
-        d_file[kept].tolist(), d_row[kept].tolist(), line[kept].tolist(), score[kept].tolist(), strict=True
-    ):
-        name = facts.def_name[i]
-        symbol = RankedDef(
-            name, facts.def_kind[i], files[f], ln, (facts.def_signature[i] or name).strip(), sc
-        )
-        by_file.setdefault(f, []).append(symbol)
+    # the kept definitions, file by file: each column picked at once, each file a slice of them
+    k_file, rows = d_file[kept], d_row[kept].tolist()
+    k_name = list(map(facts.def_name.__getitem__, rows))
+    signatures = [
+        (s or n).strip() for s, n in zip(map(facts.def_signature.__getitem__, rows), k_name, strict=True)
+    ]
+    k_kind, k_path = map(facts.def_kind.__getitem__, rows), map(files.__getitem__, k_file.tolist())
+    columns = zip(k_name, k_kind, k_path, line[kept].tolist(), signatures, score[kept].tolist(), strict=True)
+    symbols = list(map(partial(tuple.__new__, RankedDef), columns))  # RankedDef(*row), made in C
+    starts = np.flatnonzero(np.diff(k_file, prepend=-1)).tolist()
     ranks = rank.tolist()
-    ranked = [RankedFile(files[f], ranks[f], tuple(symbols)) for f, symbols in by_file.items()]
+    ranked = [
+        RankedFile(files[f], ranks[f], tuple(symbols[a:b]))
+        for f, a, b in zip(k_file[starts].tolist(), starts, [*starts[1:], len(symbols)], strict=True)
+    ]
     return sorted(ranked, key=lambda f: (-f.rank, f.path))
 
 
@@ -202,6 +208,33 @@ def _pagerank(n: int, src, dst, w, personal):  # type: ignore[no-untyped-def]
         spread = np.bincount(dst, weights=rank[src] * step, minlength=n)
         rank = (1 - DAMPING) * personal + DAMPING * (rank[dangling].sum() * personal + spread)
     return rank
+
+
+def pack(files: list[RankedFile]) -> dict[str, list]:  # type: ignore[type-arg]
+    """A ranking as columns, for the map's cache (JSON of a few flat lists reads back in half the
+    time one list per definition takes); `unpack` makes it again, equal to what was packed."""
+    symbols = [s for f in files for s in f.symbols]
+    names, kinds, _paths, lines, signatures, scores = (
+        (list(c) for c in zip(*symbols, strict=True)) if symbols else [[]] * 6
+    )
+    return {
+        "paths": [f.path for f in files], "ranks": [f.rank for f in files],
+        "counts": [len(f.symbols) for f in files], "names": names, "kinds": kinds, "lines": lines,
+        "signatures": signatures, "scores": scores,
+    }  # fmt: skip
+
+
+def unpack(packed: dict[str, list]) -> list[RankedFile]:  # type: ignore[type-arg]
+    """The ranking `pack` gave these columns (KeyError, TypeError or ValueError if they are not its)."""
+    paths, counts = packed["paths"], packed["counts"]
+    held = chain.from_iterable(map(repeat, paths, counts))  # each definition's path: its file's
+    names, kinds, lines = packed["names"], packed["kinds"], packed["lines"]
+    columns = zip(names, kinds, held, lines, packed["signatures"], packed["scores"], strict=True)
+    symbols = list(map(partial(tuple.__new__, RankedDef), columns))  # RankedDef(*row), made in C
+    return [
+        RankedFile(p, r, tuple(symbols[e - n : e]))
+        for p, r, n, e in zip(paths, packed["ranks"], counts, accumulate(counts), strict=True)
+    ]
 
 
 def fit_budget(files: list[RankedFile], budget_tokens: int) -> tuple[list[RankedFile], int]:

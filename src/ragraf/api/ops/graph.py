@@ -33,7 +33,7 @@ from ragraf.facts.impact import (
 )
 from ragraf.facts.lookup import find_definitions
 from ragraf.facts.related import definition_at, related
-from ragraf.facts.repomap import RankedDef, RankedFile, fit_budget, rank_files
+from ragraf.facts.repomap import RankedFile, fit_budget, pack, rank_files, unpack
 from ragraf.freshness.guard import DriftSet
 from ragraf.freshness.live_read import confine, parse_spec
 
@@ -41,6 +41,7 @@ MAX_ROOTS = 20  # definitions of one name followed at once
 MAX_RELATED = 50
 MAP_BUDGET = 1024  # tokens of a repo map
 MAP_CACHED_FILES = 3000
+MAP_FORMAT = 2  # a cached map is repomap.pack's columns
 _MAPS: dict[str, list[RankedFile]] = {}  # this process's maps, by revision and focus
 IMPACT_DEPTH = 10  # a test reaches library code through its runner: 8 hops in click
 IMPACT_BUDGET = 1000
@@ -113,16 +114,13 @@ class GraphOps(Guarded):
         return env
 
     def _ranked(self, rev_no: int, corpus_hash: str, focus: list[str]) -> tuple[list[RankedFile], bool]:
-        key = hashlib.sha1(json.dumps([corpus_hash, sorted(focus)]).encode()).hexdigest()[:20]
+        key = hashlib.sha1(json.dumps([corpus_hash, sorted(focus), MAP_FORMAT]).encode()).hexdigest()[:20]
         memo = _MAPS.get(key)
         if memo is not None:
             return memo, True
         path = self.settings.home / "maps" / f"{key}.json"
         try:
-            data = json.loads(path.read_text())
-            ranked = [
-                RankedFile(f["path"], f["rank"], tuple(RankedDef(**s) for s in f["symbols"])) for f in data
-            ]
+            ranked = unpack(json.loads(path.read_text()))
             _MAPS[key] = ranked
             return ranked, True
         except (OSError, ValueError, KeyError, TypeError):
@@ -131,12 +129,8 @@ class GraphOps(Guarded):
         _MAPS[key] = ranked
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            rows = [
-                {"path": f.path, "rank": f.rank, "symbols": [s.__dict__ for s in f.symbols[:20]]}
-                for f in ranked[:MAP_CACHED_FILES]
-            ]
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(rows))
+            tmp.write_text(json.dumps(pack(ranked[:MAP_CACHED_FILES]), separators=(",", ":")))
             tmp.replace(path)
         except OSError:
             pass  # a map not cached is only slower next time
