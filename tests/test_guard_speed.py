@@ -324,3 +324,19 @@ def test_a_folder_dated_in_the_future_does_not_send_every_read_to_list_again(sam
     assert moved(idx) == []  # its date is a stamp no later change repeats
     (sample / "src/app/new_one.py").write_text("x = 1\n")
     assert drift_of(idx)["created"] == ["src/app/new_one.py"]
+
+
+def test_a_new_file_is_found_by_listing_its_folder_alone(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = indexed(sample)
+    listings: list[object] = []
+    full = guard_module.discover
+    monkeypatch.setattr(guard_module, "discover", lambda *a, **k: listings.append(a) or full(*a, **k))
+    (sample / "src/app/new_module.py").write_text("def brand_new():\n    return 1\n")
+    assert drift_of(idx)["created"] == ["src/app/new_module.py"]
+    (sample / "src/app/notes.bin").write_bytes(b"\x00")  # left out: the drift stays the same
+    assert drift_of(idx)["created"] == ["src/app/new_module.py"]
+    assert listings == []  # only src/app was listed again, each time
+    idx.index()
+    assert drift_of(idx)["created"] == [] and listings == []

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 
 from ragraf.config import Settings
 from ragraf.corpus import Unindexable, discover, extract
-from ragraf.corpus.discover import RACY_NS, dir_stamps
+from ragraf.corpus.discover import RACY_NS, Relisting, dir_stamps, relist
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.errors import StoreError
 from ragraf.freshness import snapshot
 from ragraf.freshness.snapshot import IGNORE_FILES, moved_files, stat_view
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
+
+RELIST_MAX_FILES = 100  # more files new to the changed folders than this: a full discovery decides
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class Learnt:
 
     rev_no: int
     entries: dict[str, StatEntry]  # new to the stat cache
-    stamps: dict[str, int] | None = None
+    stamps: dict[str, int] | None = None  # alone: the folders a read listed again, their new files
     listing: dict[str, StatEntry] | None = None  # with stamps: every file, for the new snapshot
     removed: list[str] = field(default_factory=list)
 
@@ -148,16 +150,43 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
     )
 
 
-def quick_drift(
-    settings: Settings, store: Store, rev: Revision, seen: dict[str, StatEntry] | None = None
-) -> DriftSet | None:
-    """The drift without listing files, valid when no folder changed since the last index; None
-    when the file list itself may have changed (then a full discovery is needed). `seen` gets the
-    stat entries of moved files that still agree with the revision and were not written just now."""
-    moved = _moved(settings, store)
-    if moved is None:
+def _relisted(settings: Settings, store: Store) -> tuple[list[str], list[str], Relisting] | None:
+    """The moved files and the files new to the folders whose stamp moved (a file created, or a
+    folder listed within the racy window of its last change), listing only those folders again as
+    an index run does; None when a full discovery must decide (relist says when)."""
+    blob = store.guard_snapshot()
+    changes = snapshot.changes_since(settings.root, blob)
+    if changes is None or not changes.folders:
         return None
-    if not moved:
+    known, folders = snapshot.listed_names(settings.root, blob)
+    found = relist(settings.root, settings.max_file_bytes, known, folders, changes.folders, RELIST_MAX_FILES)
+    if found is None:
+        return None
+    new = [st.path for st in (*found.added.files, *found.added.oversized)]
+    return [*changes.moved, *new], new, found
+
+
+def quick_drift(
+    settings: Settings,
+    store: Store,
+    rev: Revision,
+    seen: dict[str, StatEntry] | None = None,
+    stamps: dict[str, int] | None = None,
+) -> DriftSet | None:
+    """The drift without listing every file: the stat pass, and the folders whose stamp moved
+    listed again on their own; None when the file list itself must be taken again (a full
+    discovery). `seen` gets the
+    stat entries of moved files that still agree with the revision and were not written just now;
+    `stamps` the new stamps of the folders listed again when the snapshot may take them (no drift,
+    no folder gone or changed just now, every new file in `seen`), so the next read need not."""
+    moved = _moved(settings, store)
+    relisted = None
+    if moved is None:
+        relisted = _relisted(settings, store)
+        if relisted is None:
+            return None
+        moved = relisted[0]
+    if not moved and relisted is None:
         return DriftSet()
     # A few moved files (often just "racy" ones hashed in the same second they were written) must not
     # cost loading the whole manifest on every read.
@@ -186,7 +215,12 @@ def quick_drift(
             new_sha.append((path, sha))
         elif seen is not None and checked - st.st_mtime_ns > RACY_NS:
             seen[path] = StatEntry(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha, checked)
-    return DriftSet(tuple(created), tuple(modified), tuple(deleted), tuple(new_sha))
+    drift = DriftSet(tuple(created), tuple(modified), tuple(deleted), tuple(new_sha))
+    if relisted is not None and stamps is not None and seen is not None and not drift:
+        _moved_all, new, found = relisted
+        if not found.gone and -1 not in found.stamps.values() and all(p in seen for p in new):
+            stamps.update(found.stamps)
+    return drift
 
 
 def _trusted_listing(stamps: dict[str, int], seen: dict[str, StatEntry]) -> bool:
@@ -204,8 +238,9 @@ def _trusted_listing(stamps: dict[str, int], seen: dict[str, StatEntry]) -> bool
 def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     """Compute the drift against rev and append what is new to the ledger (detected_by guard)."""
     seen: dict[str, StatEntry] = {}
-    drift = quick_drift(settings, store, rev, seen)
-    learnt = Learnt(rev.rev_no, seen) if seen else None
+    relisted: dict[str, int] = {}
+    drift = quick_drift(settings, store, rev, seen, relisted)
+    learnt = Learnt(rev.rev_no, seen, relisted or None) if seen or relisted else None
     manifest: dict[str, ManifestEntry] | None = None
     if drift is None:
         stamps = dir_stamps(settings.root)  # before listing, as an index run takes them
@@ -252,7 +287,10 @@ def remember(store: Store, learnt: Learnt) -> bool:
         old = store.guard_snapshot()
         if old is None:
             return False
-        blob = snapshot.patch(old, learnt.entries, RACY_NS)
+        if learnt.stamps is not None:  # folders listed again: their stamps, their new files
+            blob = snapshot.revise(old, learnt.entries, [], learnt.stamps, [], RACY_NS)
+        else:
+            blob = snapshot.patch(old, learnt.entries, RACY_NS)
     store.update_stat_cache(learnt.entries, learnt.removed)
     store.set_guard_snapshot(blob)
     return True
