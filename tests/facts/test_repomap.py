@@ -111,3 +111,30 @@ def test_a_cached_map_that_does_not_read_back_is_ranked_again(project: Path, dam
     with Index.open(project) as idx:
         assert idx.repo_map().results == first
     assert json.loads(cached[0].read_text())["paths"][0] == first[0]["path"]  # written again, whole
+
+
+def test_a_maps_reading_of_definitions_is_one_index_alone_and_no_other_plan_uses_it(project: Path) -> None:
+    with Index.open(project) as idx:
+        store, rev_no = idx.store(), idx._current().rev_no
+        statements: list[str] = []
+        store.db.set_trace_callback(statements.append)
+        try:
+            facts = store.map_facts(rev_no, ["function", "class", "method"])
+        finally:
+            store.db.set_trace_callback(None)
+        (defs,) = [s for s in statements if "FROM facts" in s]
+        plan = " ".join(row[-1] for row in store.db.execute(f"EXPLAIN QUERY PLAN {defs}"))
+        assert "COVERING INDEX facts_for_map" in plan
+        # in the order the definitions were written, as the facts table holds them
+        written = store.db.execute(
+            "SELECT name FROM facts WHERE kind = 'def' AND def_kind IN ('function', 'class', 'method') ORDER BY rowid"
+        ).fetchall()
+        assert facts.def_name == [n for (n,) in written] and len(written) > 5
+        for other in (
+            "SELECT name FROM facts WHERE kind = 'def'",
+            "SELECT name FROM facts WHERE content_id = 1 AND kind = 'def'",
+            "SELECT name FROM facts WHERE name_lower = 'get' AND kind = 'def'",
+        ):
+            assert "facts_for_map" not in " ".join(
+                r[-1] for r in store.db.execute(f"EXPLAIN QUERY PLAN {other}")
+            )

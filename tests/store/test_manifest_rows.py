@@ -202,7 +202,7 @@ def test_a_sqlite_index_with_whole_manifests_per_revision_is_migrated_to_rows_an
     base.check()
     tree.check()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
     rows = db.execute("SELECT count(*) FROM manifest_rows").fetchone()[0]
     db.close()
     assert rows < whole_rows / 2  # a path unchanged across revisions is one row

@@ -78,19 +78,25 @@ class FactsMixin:
     def map_facts(self, rev_no: int, kinds: Iterable[str]) -> MapFacts:
         """A repo map's reading of a revision (see MapFacts): each table read whole in its own
         order (joined per row to the manifest, SQLite's plan is a lookup per row, minutes on a
-        large index) and matched to the revision's paths by content."""
+        large index) and matched to the revision's paths by content. The definitions come from
+        schema 15's index alone, then are put in the order they were written (what breaks ties)."""
         paths: dict[int, list[str]] = {}
         for content_id, path in self.db.execute(
             "SELECT content_id, path FROM manifest WHERE rev_no = ?", (rev_no,)
         ):
             paths.setdefault(content_id, []).append(path)
         kinds = sorted(kinds)
-        (d_content, d_line, d_top), (d_name, d_kind, d_signature) = _columns(
+        (d_rowid, d_content, d_line, d_top), (d_name, d_kind, d_signature) = _columns(
             self.db,
-            ["content_id", "line", "container IS NULL"],
+            ["rowid", "content_id", "line", "container IS NULL"],
             ["name", "def_kind", "coalesce(signature, '')"],
-            f"facts WHERE kind = 'def' AND def_kind IN ({','.join('?' * len(kinds))})",
+            f"facts WHERE def_kind IS NOT NULL AND kind = 'def' AND def_kind IN ({','.join('?' * len(kinds))})",
             kinds,
+        )
+        written = d_rowid.argsort(kind="stable")
+        d_content, d_line, d_top = d_content[written], d_line[written], d_top[written]
+        d_name, d_kind, d_signature = (
+            list(map(c.__getitem__, written.tolist())) for c in (d_name, d_kind, d_signature)
         )
         (u_content, u_sites), (u_name,) = _columns(self.db, ["content_id", "uses"], ["name"], "ref_sites", [])
         return MapFacts(
