@@ -317,3 +317,34 @@ def test_the_slow_embedding_tier_yields_to_the_next_change_and_resumes_after_it(
                 return idx.status().capability.semantic_coverage >= 1.0
 
         live.wait_for(covered, "embedded everything after the change")
+
+
+@linux
+def test_after_its_first_run_the_loop_stats_only_what_the_kernel_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragraf.freshness import snapshot
+
+    full_passes: list[str] = []
+    whole = snapshot.changes_since
+
+    def counted(root: Path, blob: bytes | None) -> object:
+        if threading.current_thread() is not threading.main_thread():  # the loop's, not the test's reads
+            full_passes.append(threading.current_thread().name)
+        return whole(root, blob)
+
+    monkeypatch.setattr(snapshot, "changes_since", counted)
+    for live in _start(repo):  # its first run is the cold index: no stat pass
+        (live.root / "src/app/server.py").write_text(module("edited_in_place"))
+        live.indexed("edited_in_place", {"src/app/server.py"})
+        (live.root / "src/app/added.py").write_text(module("added_beside"))
+        live.indexed("added_beside", {"src/app/added.py"})
+        (live.root / "pkg/deep").mkdir(parents=True)
+        (live.root / "pkg/deep/mod.py").write_text(module("in_a_new_folder"))
+        live.indexed("in_a_new_folder", {"pkg/deep/mod.py"})
+        os.rename(live.root / "pkg", live.root / "moved")
+        live.indexed("in_a_new_folder", {"moved/deep/mod.py"})
+        (live.root / "src/app/retry.py").unlink()
+        live.indexed("retry", set())
+        live.fresh()
+        assert len(live.runs) >= 6 and full_passes == []

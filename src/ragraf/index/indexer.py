@@ -6,12 +6,16 @@ path, preparing new contents, the revision and its report) read in order, each a
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import stat
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -42,6 +46,87 @@ CHANGE_MAX_FILES = 2000
 UNCHANGED_UNINDEXABLE = "unindexable (unchanged since last checked)"
 UNREADABLE = "permission denied"
 SKIPPED_LISTED = 50  # files a report names among those skipped for what they are, not where
+
+
+@dataclass(frozen=True)
+class Named:
+    """What the kernel named under a watched root since the previous run of the live loop, and
+    the folders it watches (relative, "" for the root): a run of that loop stats only these paths,
+    what is under the named folders and the files and folders the snapshot does not trust yet."""
+
+    root: str
+    paths: frozenset[str]
+    folders: frozenset[str]
+    watched: frozenset[str]
+
+
+_NAMED: ContextVar[Named | None] = ContextVar("ragraf_named_changes", default=None)
+
+
+@contextmanager
+def named_changes(named: Named) -> Iterator[None]:
+    """Runs in this context (the live loop's thread) take what the kernel named for the stat pass."""
+    token = _NAMED.set(named)
+    try:
+        yield
+    finally:
+        _NAMED.reset(token)
+
+
+def _under(sorted_names: list[str], folder: str) -> range:
+    """The positions of the names under folder in a sorted list."""
+    if not folder:
+        return range(len(sorted_names))
+    lo = bisect.bisect_left(sorted_names, folder + "/")
+    return range(lo, bisect.bisect_left(sorted_names, folder + "0", lo))  # "0" follows "/"
+
+
+def named_changes_since(root: Path, blob: bytes | None, named: Named) -> snapshot.Changes | None:
+    """snapshot.changes_since over what the kernel named alone; None for a full stat pass (a
+    folder of the snapshot the kernel does not watch, unless named, or what changes_since says
+    None to)."""
+    view = snapshot.stat_view(root, blob)
+    if view is None:
+        return None
+    cut = len(str(root)) + 1
+    folders = [f[cut:] for f in view.folders]
+    files = {i for i, key in enumerate(view.keys) if key is None}  # hashed while racy: look again
+    spots = {i for i, mtime in enumerate(view.folder_mtimes) if mtime == -1}
+    where = {f: i for i, f in enumerate(folders)}
+    for path in named.paths:
+        i = bisect.bisect_left(view.paths, path)
+        if i < len(view.paths) and view.paths[i] == path:
+            files.add(i)
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        if parent in where:
+            spots.add(where[parent])
+        if path in where or path in named.folders:  # a folder (made, moved or removed): all below it
+            files.update(_under(view.paths, path))
+            spots.update(_under(folders, path))
+            if path in where:
+                spots.add(where[path])
+    if any(f not in named.watched and i not in spots for i, f in enumerate(folders)):
+        return None  # a folder the kernel does not watch, and not named as gone (moved, removed)
+    moved_folders = []
+    for i in sorted(spots):
+        try:
+            now = os.stat(view.folders[i]).st_mtime_ns
+        except OSError:
+            now = None
+        if now != view.folder_mtimes[i]:
+            moved_folders.append(folders[i])
+    moved = []
+    for i in sorted(files):
+        try:
+            st = os.lstat(view.files[i])
+            key: tuple[int, int, int, int] | None = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        except OSError:
+            key = None
+        if key is None or key != view.keys[i]:
+            moved.append(view.paths[i])
+    if any(p.rsplit("/", 1)[-1] in snapshot.IGNORE_FILES for p in moved):
+        return None  # the rules that pick files may have changed
+    return snapshot.Changes(moved, moved_folders)
 
 
 @dataclass(frozen=True)
@@ -463,7 +548,13 @@ def run_index(
         reason = f"index version mismatch: full reindex ({current.index_version} -> {version})"
         progress.note(reason)
     blob = store.guard_snapshot() if current is not None and not full and listed is None else None
-    changes = snapshot.changes_since(root, blob) if current is not None and blob is not None else None
+    named = _NAMED.get()
+    changes = None
+    if current is not None and blob is not None:
+        if named is not None and named.root == os.path.realpath(root):
+            changes = named_changes_since(root, blob, named)
+        if changes is None:
+            changes = snapshot.changes_since(root, blob)
     if changes is not None and not changes.moved and not changes.folders:
         assert current is not None  # no folder and no file moved since the last run: nothing to do
         return unchanged_report(current, t0, reason)

@@ -17,6 +17,7 @@ moment resumes it (the vectors computed so far are cached).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -138,6 +139,10 @@ class LiveLoop:
         self.runs = 0
         self.mode = "poll"
         self._embed_owed = False
+        # What the kernel named since the last run that committed after a full stat pass or after
+        # a run of its own: the next run stats only that (index/indexer.py's named_changes_since).
+        # Off until the first run, and again after lost events or a failed run.
+        self._named: TreeChanges | None = None
 
     def run_forever(self) -> None:
         """Watch, then run once to catch up with what changed while nobody watched, then on changes."""
@@ -176,6 +181,8 @@ class LiveLoop:
             changes.merge(watch.read())
         if changes.overflow or _indexable(changes):
             self._run("change", changes, first)
+        elif self._named is not None:
+            self._named.merge(changes)  # no run for these, but their folders' stamps moved
 
     def _next_poll(self) -> None:
         if self.stop.wait(DEBOUNCE_S if self._embed_owed else POLL_S):
@@ -199,18 +206,21 @@ class LiveLoop:
             if lost:
                 self._resync()
                 lost, trigger = False, "overflow" if trigger == "change" else trigger
+                self._named = None
             try:
-                report = self.ops.run()
+                report = self._index(changes)
             except LockHeldError:
                 self._wait_for_lock()
                 trigger = "lock"
                 continue
             except RagrafError as exc:
+                self._named = None
                 self.on_note(
                     f"index run failed: {exc.message}" + (f" ({exc.suggest})" if exc.suggest else "")
                 )
                 return
             except Exception as exc:  # a long-running loop outlives one failed run; the next change retries
+                self._named = None
                 self.on_note(f"index run failed unexpectedly: {type(exc).__name__}: {exc}")
                 return
             break
@@ -222,6 +232,26 @@ class LiveLoop:
         self._embed_owed = self.ops.embed is not None
         if self._embed_owed and not self._changed_since():
             self._embed()
+
+    def _index(self, changes: TreeChanges) -> dict[str, Any]:
+        """The run, with what the kernel named since the last one when every event was seen."""
+        watch, named = self.watch, self._named
+        if watch is None or named is None:
+            report = self.ops.run()
+        else:
+            from ragraf.index.indexer import Named, named_changes
+
+            named.merge(changes)
+            hint = Named(
+                os.path.realpath(self.root),
+                frozenset(named.paths),
+                frozenset(named.folders),
+                frozenset(watch.folders.values()),
+            )
+            with named_changes(hint):
+                report = self.ops.run()
+        self._named = TreeChanges() if watch is not None else None
+        return report
 
     def _drain(self, changes: TreeChanges) -> bool:
         """Add what the kernel queued to changes; True when it had dropped events."""
