@@ -72,3 +72,25 @@ def test_the_pages_are_read_only_when_the_file_changed_since_the_last_run(
     index()  # this run's own commit is sealed with it
     index()
     assert reads == [True, False, False, True, False, False, False]
+
+
+def test_a_read_that_writes_the_index_keeps_it_sealed(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    idx = Index.open(sample)
+    idx.index()
+    idx.close()
+    db_path = idx.settings.db_path
+    sealed = stamp_path(db_path).read_text()
+    (sample / "src/app/new.py").write_text("def fresh():\n    return 1\n")
+    reader = Index.open(sample)  # a read finding a new file notes the drift in the index
+    assert reader.find_symbol("fresh").to_dict()["state"] != "fresh"
+    reader.close()
+    st = os.stat(db_path)
+    assert json.loads(sealed) != [st.st_size, st.st_ino, st.st_mtime_ns], "the read wrote the file"
+
+    reads: list[bool] = []
+    check = lifecycle.check_pages
+    monkeypatch.setattr(lifecycle, "check_pages", lambda db, path: reads.append(check(db, path)))
+    idx = Index.open(sample)
+    idx.index()
+    idx.close()
+    assert reads == [False]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError
+from ragraf.store.sqlite.integrity import seal, unchanged_since_sealed
 from ragraf.store.sqlite.migrations import APPLICATION_ID, COMPACT_FROM, MIGRATIONS
 from ragraf.store.sqlite.sql import pack_text, rebuild_lexical
 from ragraf.tokens import INDEX_TEXT_VERSION
@@ -62,6 +63,9 @@ class ConnectionBase:
                 f"no index yet for this folder (looked for {path})", suggest="run `ragraf index` first"
             )
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Our own commits keep a sealed file sealed (integrity.py): a read that revises the guard's
+        # snapshot or refreshes a file must not cost the next index run a read of every page.
+        self._sealed_at_open = unchanged_since_sealed(path)
         try:
             self.db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA busy_timeout = 60000")
@@ -139,7 +143,10 @@ class ConnectionBase:
         return None
 
     def close(self) -> None:
+        wrote = self.db.total_changes > 0
         self.db.close()
+        if wrote and self._sealed_at_open:
+            seal(self.path)
 
 
 def _statements(script: str) -> list[str]:
