@@ -252,3 +252,43 @@ def test_a_small_change_is_indexed_by_the_server_and_a_large_one_in_process(
         assert json.loads(out)["files"]["added"] == SERVED_CHANGE_FILES + 1
         assert client(("index", "--full", "-q"), repo, env)[2:] == (0, "in-process")
         assert client(("index", "src", "-q"), repo, env)[3] == "in-process"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_served_index_after_a_quiet_live_loop_stats_only_what_the_kernel_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from ragraf import Index
+    from ragraf.adapters import cli_socket
+    from ragraf.adapters.live_index import live_ops
+    from ragraf.freshness import snapshot
+    from ragraf.index.live import LiveLoop, LiveRun, quiet_hint
+
+    full_passes: list[str] = []
+    whole = snapshot.changes_since
+    monkeypatch.setattr(snapshot, "changes_since", lambda *a: full_passes.append("x") or whole(*a))
+    runs: list[LiveRun] = []
+    idx = Index.open(repo)
+    stop = threading.Event()
+    loop = LiveLoop(idx.settings.root, idx.settings.home, live_ops(idx), runs.append, print, stop)
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(runs) == 1 and quiet_hint(repo) is not None, "the loop caught up, quiet")
+        (repo / "src/app/retry.py").write_text("def edited_while_watched():\n    return 1\n")
+        wait_for(lambda: len(runs) == 2 and quiet_hint(repo) is not None, "the loop indexed the edit")
+        passes = len(full_passes)
+        assert cli_socket._small_change(repo)
+        argv = ["index", "--json", "--root", str(repo)]
+        with cli_socket._hinted(argv, repo), Index.open(repo) as served:
+            report = served.index(lexical_only=True).to_dict()
+        # At most the file the loop read within its racy window is read again; no whole-tree pass.
+        assert report["files_read"] <= 1 and report["new_revision"] is False
+        assert len(full_passes) == passes
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        idx.close()
+    assert quiet_hint(repo) is None  # a stopped loop gives no hint

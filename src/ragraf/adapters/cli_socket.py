@@ -282,7 +282,8 @@ class CliListener:
         err = _Captured(request["errors"][1], request["tty"][1])
         _local.stdout, _local.stderr = out, err
         try:
-            code = run_command(request["argv"], request["cwd"], request["prog"])
+            with _hinted(request["argv"], entry.root):
+                code = run_command(request["argv"], request["cwd"], request["prog"])
         except Exception:  # the server must outlive any bug below it; the client then answers itself
             log.exception("CLI request %s failed", request["argv"][:1])
             return
@@ -304,10 +305,29 @@ class CliListener:
         return argv[0] != "index" or _small_change(entry.root)
 
 
+def _hinted(argv: list[str], root: Path) -> contextlib.AbstractContextManager[None]:
+    """An `index` run with what this process's live loop of the root saw since its last run, when
+    it is quiet: the run stats only that, not the whole tree (index/live.py's quiet_hint)."""
+    from ragraf.index.live import quiet_hint
+
+    hint = quiet_hint(root) if argv[0] == "index" else None
+    if hint is None:
+        return contextlib.nullcontext()
+    from ragraf.index.indexer import named_changes
+
+    return named_changes(hint)
+
+
 def _small_change(root: Path) -> bool:
-    """At most SERVED_CHANGE_FILES changed on disk since the current revision (this process's
-    guard, watched): the server's warm run of `ragraf index` takes a fraction of the client's
-    start-up. A larger run is the client's, with its progress and its Ctrl-C."""
+    """At most SERVED_CHANGE_FILES changed on disk since the current revision: the server's warm
+    run of `ragraf index` takes a fraction of the client's start-up. A larger run is the
+    client's, with its progress and its Ctrl-C. A quiet live loop of the root in this process
+    says so from what the kernel named since its last run; else this process's guard (watched)."""
+    from ragraf.index.live import quiet_hint
+
+    hint = quiet_hint(root)
+    if hint is not None:
+        return len(hint.paths) + hint.read_last <= SERVED_CHANGE_FILES
     from ragraf.api import Index
 
     try:

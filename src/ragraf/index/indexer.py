@@ -23,6 +23,7 @@ from ragraf.config import Settings
 from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
 from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, Relisting, dir_stamps, relist
 from ragraf.corpus.gitcmd import run_watched
+from ragraf.corpus.rules import excluded_reason
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.freshness import snapshot
 from ragraf.index.progress import Progress
@@ -58,6 +59,7 @@ class Named:
     paths: frozenset[str]
     folders: frozenset[str]
     watched: frozenset[str]
+    read_last: int = 0  # files the loop's last run read: at most that many are still racy
 
 
 _NAMED: ContextVar[Named | None] = ContextVar("ragraf_named_changes", default=None)
@@ -105,8 +107,11 @@ def named_changes_since(root: Path, blob: bytes | None, named: Named) -> snapsho
             spots.update(_under(folders, path))
             if path in where:
                 spots.add(where[path])
-    if any(f not in named.watched and i not in spots for i, f in enumerate(folders)):
-        return None  # a folder the kernel does not watch, and not named as gone (moved, removed)
+    if any(
+        f not in named.watched and i not in spots and excluded_reason(f"{f}/") is None
+        for i, f in enumerate(folders)
+    ):
+        return None  # a folder the kernel does not watch, not named as gone, that may hold files
     moved_folders = []
     for i in sorted(spots):
         try:

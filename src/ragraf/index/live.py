@@ -23,12 +23,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason
 from ragraf.errors import LockHeldError, RagrafError
 from ragraf.freshness.watch import TreeChanges, TreeWatch
 from ragraf.index.progress import Progress
+
+if TYPE_CHECKING:
+    from ragraf.index.indexer import Named
 
 DEBOUNCE_S = 0.15  # quiet time that ends a burst
 MAX_DELAY_S = 0.5  # a burst that never goes quiet (continuous edits) is still indexed this soon
@@ -119,6 +122,17 @@ def prune_for(root: Path, home: Path) -> Callable[[str], bool]:
     return prune
 
 
+_LOOPS: dict[str, LiveLoop] = {}  # the running loops of this process, by real root
+
+
+def quiet_hint(root: Path | str) -> Named | None:
+    """What the kernel named under root since the last run of this process's live loop, when the
+    loop watches it, every event was seen and none waits to be read: another run in this process
+    (a served `ragraf index`) may stat only that. None otherwise."""
+    loop = _LOOPS.get(os.path.realpath(root))
+    return loop.quiet_hint() if loop is not None else None
+
+
 class LiveLoop:
     """Keeps one root's index live until `stop` is set; `on_run` hears of every run, `on_note` of
     everything else worth a line (waiting for the lock, a failed run, polling instead of inotify)."""
@@ -143,6 +157,9 @@ class LiveLoop:
         # a run of its own: the next run stats only that (index/indexer.py's named_changes_since).
         # Off until the first run, and again after lost events or a failed run.
         self._named: TreeChanges | None = None
+        self._state = threading.Lock()  # guards _busy against quiet_hint from another thread
+        self._busy = True  # reading events or running on them: no hint for another run meanwhile
+        self._read_last = 0
 
     def run_forever(self) -> None:
         """Watch, then run once to catch up with what changed while nobody watched, then on changes."""
@@ -154,6 +171,8 @@ class LiveLoop:
                 self.on_note(f"watching by a stat pass every {POLL_S:g}s: {self.watch.why_not}")
                 self.watch.close()
                 self.watch = None
+        real = os.path.realpath(self.root)
+        _LOOPS[real] = self
         try:
             self._run("start", TreeChanges(), time.monotonic())
             while not self.stop.is_set():
@@ -162,16 +181,39 @@ class LiveLoop:
                 else:
                     self._next_poll()
         finally:
-            if self.watch is not None:
-                self.watch.close()
+            with self._state:
+                self._busy = True
+                if _LOOPS.get(real) is self:
+                    del _LOOPS[real]
+                if self.watch is not None:
+                    self.watch.close()
+
+    def quiet_hint(self) -> Named | None:
+        with self._state:
+            watch, named = self.watch, self._named
+            if self._busy or watch is None or named is None or watch.pending():
+                return None
+            from ragraf.index.indexer import Named
+
+            return Named(
+                os.path.realpath(self.root),
+                frozenset(named.paths),
+                frozenset(named.folders),
+                frozenset(watch.folders.values()),
+                self._read_last,
+            )
 
     def _next_burst(self) -> None:
+        with self._state:
+            self._busy = False
         watch = self.watch
         assert watch is not None
         if not watch.wait(DEBOUNCE_S if self._embed_owed else 0.5):
             if self._embed_owed and not self.stop.is_set():
                 self._embed()  # a quiet moment: the slow tier resumes
             return
+        with self._state:
+            self._busy = True
         first = time.monotonic()
         changes = watch.read()
         while not self.stop.is_set():
@@ -251,6 +293,7 @@ class LiveLoop:
             with named_changes(hint):
                 report = self.ops.run()
         self._named = TreeChanges() if watch is not None else None
+        self._read_last = int(report.get("files_read") or 0)
         return report
 
     def _drain(self, changes: TreeChanges) -> bool:
