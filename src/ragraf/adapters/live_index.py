@@ -120,7 +120,23 @@ def start_live(roots: Iterable[Path]) -> Callable[[], None]:
     """The live loop of each root in a thread beside a server; returns what stops them. Runs are
     logged at info level, anything else worth saying at warning."""
     stop = threading.Event()
-    threads = []
+    threads: list[threading.Thread] = []
+
+    def stop_all() -> None:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=5)  # a run still going is abandoned: its transaction never commits
+
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        # The MCP server waits for its client to close stdin, which a SIGTERM does not: the loops stop
+        # between runs, then the process ends (exit 0). uvicorn (--http) installs its own handler.
+        stop_all()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, terminate)  # before a loop says it is watching
     for root in roots:
         idx = Index.open(root)
 
@@ -139,22 +155,6 @@ def start_live(roots: Iterable[Path]) -> Callable[[], None]:
         thread = threading.Thread(target=_keep_live, args=(loop, idx), name="ragraf-live", daemon=True)
         thread.start()
         threads.append(thread)
-
-    def stop_all() -> None:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=5)  # a run still going is abandoned: its transaction never commits
-
-    def terminate(_signum: int, _frame: FrameType | None) -> None:
-        # The MCP server waits for its client to close stdin, which a SIGTERM does not: the loops stop
-        # between runs, then the process ends (exit 0). uvicorn (--http) installs its own handler.
-        stop_all()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_OK)
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, terminate)
     return stop_all
 
 
