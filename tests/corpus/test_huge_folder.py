@@ -54,6 +54,9 @@ def test_a_folder_of_100000_entries_is_indexed_and_a_new_entry_in_it_costs_one_r
     # A new file in the huge folder (its stamp moves: the folder is listed again), then one edited
     # in place: each is the one file read.
     write(root, {"data/found_later.py": "def found_among_the_images():\n    pass\n"})
+    past = time.time() - 60  # out of the racy window, or the next run reads it again, whatever the load
+    for written in (root / "data/found_later.py", root / "data"):
+        os.utime(written, (past, past))
     report = cli_json("index", cwd=root)
     assert report["files"]["added"] == 1 and report["files_read"] == 1, report
     assert defined(root, "found_among_the_images") == ["data/found_later.py"]
