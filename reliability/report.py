@@ -442,21 +442,23 @@ def render_scale(results: list[dict[str, Any]]) -> str:
             _measured(r),
         ]  # fmt: skip
         if r.get("hotspots"):
-            lines += ["Where the time goes (cProfile, ragraf's own functions by cumulative time):", ""]
-            for label, key in (
-                ("three warm searches", "search_x3"),
-                ("one one-file re-index", "one_file_reindex"),
-            ):
-                top = ", ".join(
-                    f"`{h['function'].split(' ', 1)[1]}` ({h['function'].split(':')[0]}) {h['cumulative_s']} s"
-                    f" = {h['share']:.0%}, {h['calls']:,} calls"
-                    for h in r["hotspots"][key][:5]
-                )
-                lines.append(f"- {label}: {top}")
+            lines += _hotspots(r, with_calls=True)
             if r.get("hotspots_command"):
-                lines += ["", f"_Profiled with: {r['hotspots_command']}._"]
-            lines.append("")
+                lines[-1:] = ["", f"_Profiled with: {r['hotspots_command']}._", ""]
     return "\n".join(lines)
+
+
+def _hotspots(r: dict[str, Any], with_calls: bool) -> list[str]:
+    """The profile's top functions of a warm search and of a one-file re-index, a line each."""
+    lines = ["Where the time goes (cProfile, ragraf's own functions by cumulative time):", ""]
+    for label, key in (("three warm searches", "search_x3"), ("one one-file re-index", "one_file_reindex")):
+        top = ", ".join(
+            f"`{h['function'].split(' ', 1)[1]}` ({h['function'].split(':')[0]}) {h['cumulative_s']} s"
+            f" = {h['share']:.0%}" + (f", {h['calls']:,} calls" if with_calls else "")
+            for h in r["hotspots"][key][:5]
+        )
+        lines.append(f"- {label}: {top}")
+    return [*lines, ""]
 
 
 def _mark(ok: bool) -> str:
@@ -503,18 +505,7 @@ def render_scale_real(r: dict[str, Any]) -> str:
         _measured(r),
     ]  # fmt: skip
     if r.get("hotspots"):
-        lines += ["Where the time goes (cProfile, ragraf's own functions by cumulative time):", ""]
-        for label, key in (
-            ("three warm searches", "search_x3"),
-            ("one one-file re-index", "one_file_reindex"),
-        ):
-            top = ", ".join(
-                f"`{h['function'].split(' ', 1)[1]}` ({h['function'].split(':')[0]}) {h['cumulative_s']} s"
-                f" = {h['share']:.0%}"
-                for h in r["hotspots"][key][:5]
-            )
-            lines.append(f"- {label}: {top}")
-        lines.append("")
+        lines += _hotspots(r, with_calls=False)
     lines += [
         "Bad input at this size (tests/corpus/, in CI): a folder of 100,000 entries indexes, its no-change run "
         "reads nothing and a new or edited entry in it is the one file read; live mode watches it and catches up "
