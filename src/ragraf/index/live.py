@@ -193,15 +193,19 @@ class LiveLoop:
             watch, named = self.watch, self._named
             if self._busy or watch is None or named is None or watch.pending():
                 return None
-            from ragraf.index.indexer import Named
+            return self._hint(watch, named, self._read_last)
 
-            return Named(
-                os.path.realpath(self.root),
-                frozenset(named.paths),
-                frozenset(named.folders),
-                frozenset(watch.folders.values()),
-                self._read_last,
-            )
+    def _hint(self, watch: TreeWatch, named: TreeChanges, read_last: int = 0) -> Named:
+        from ragraf.index.indexer import Named
+
+        real = os.path.realpath(self.root)
+        return Named(
+            real,
+            frozenset(named.paths),
+            frozenset(named.folders),
+            frozenset(watch.folders.values()),
+            read_last,
+        )
 
     def _next_burst(self) -> None:
         with self._state:
@@ -281,16 +285,10 @@ class LiveLoop:
         if watch is None or named is None:
             report = self.ops.run()
         else:
-            from ragraf.index.indexer import Named, named_changes
+            from ragraf.index.indexer import named_changes
 
             named.merge(changes)
-            hint = Named(
-                os.path.realpath(self.root),
-                frozenset(named.paths),
-                frozenset(named.folders),
-                frozenset(watch.folders.values()),
-            )
-            with named_changes(hint):
+            with named_changes(self._hint(watch, named)):
                 report = self.ops.run()
         self._named = TreeChanges() if watch is not None else None
         self._read_last = int(report.get("files_read") or 0)
