@@ -27,7 +27,7 @@ class _Chunking:
 
 def dump(out: Path, data: Path = DATA) -> int:
     """Pickle {corpus path: (chunks, facts, refs, status)} of every indexable file; the file count."""
-    from ragraf.corpus import Unindexable, extract
+    from ragraf.corpus.extract import Unindexable, extract
     from ragraf.header_language import content_language
     from ragraf.index.workers import analyse
     from ragraf.languages import language_of

@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
 def _quick_listing(root: Path, snap: Any) -> list[str] | None:
     """The guard's check before moved_files (kept here as the baseline): every folder stat'ed, every
     file lstat'ed into a FileStat, the moved ones collected."""
-    from ragraf.corpus import FileStat
+    from ragraf.corpus.discover import FileStat
     from ragraf.freshness.snapshot import IGNORE_FILES
 
     if snap is None:

@@ -75,7 +75,7 @@ class Archive:
         folder.mkdir(parents=True, exist_ok=True)
 
     def add_file(self, root: Path, path: Path) -> None:
-        from ragraf.corpus import Unindexable, extract
+        from ragraf.corpus.extract import Unindexable, extract
 
         rel = path.relative_to(root).as_posix()
         with contextlib.suppress(Unindexable, OSError):

@@ -9,8 +9,8 @@ import pytest
 from support import git, init_git, write
 
 from ragraf import Index
-from ragraf.corpus import discover, extract
-from ragraf.corpus.extract import Unindexable, strip_front_matter
+from ragraf.corpus.discover import discover
+from ragraf.corpus.extract import Unindexable, extract, strip_front_matter
 
 MiB = 1024 * 1024
 

@@ -47,7 +47,7 @@ def test_corpus_hash_is_sha1_of_sorted_path_nul_sha_lines(sample: Path) -> None:
     for rel in sorted(
         ["src/app/server.py", "src/app/retry.py", "tests/test_server.py", "docs/guide.md", "web/client.ts"]
     ):
-        from ragraf.corpus import extract
+        from ragraf.corpus.extract import extract
 
         lines.append(f"{rel}\0{extract(sample / rel, rel, 4000).sha256}\n")
     assert report.corpus_hash == hashlib.sha1("".join(lines).encode()).hexdigest()

@@ -79,7 +79,7 @@ def test_contents_left_by_a_killed_run_do_not_change_the_answers_of_the_current_
         path.write_text(
             f"def draft_{i}(s):\n    # decoder scan string encode float JSONDecodeError position\n    return s\n"
         )
-        from ragraf.corpus import extract
+        from ragraf.corpus.extract import extract
 
         sha = extract(path, path.name, 4000).sha256
         bundles.append(prepare(((sha, language_of(path.name), settings.chunk_params()), path.name, settings)))

@@ -1,6 +1,5 @@
-"""Corpus: which files are indexed, their text and its sha256."""
+"""Corpus: which files are indexed, their text and its sha256.
 
-from ragraf.corpus.discover import Discovery, FileStat, discover
-from ragraf.corpus.extract import Extracted, Unindexable, extract, sha256_text
-
-__all__ = ["Discovery", "Extracted", "FileStat", "Unindexable", "discover", "extract", "sha256_text"]
+The functions are imported from their modules (`from ragraf.corpus.discover import discover`):
+the package loads none of them, so a module that needs only `gitcmd` or `rules` pays for no
+discovery, hashing or secret patterns."""

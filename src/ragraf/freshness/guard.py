@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass, field
 
 from ragraf.config import Settings
-from ragraf.corpus import Unindexable, discover, extract
-from ragraf.corpus.discover import RACY_NS, Relisting, dir_stamps, relist
+from ragraf.corpus.discover import RACY_NS, Relisting, dir_stamps, discover, relist
+from ragraf.corpus.extract import Unindexable, extract
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.errors import StoreError
 from ragraf.freshness import snapshot

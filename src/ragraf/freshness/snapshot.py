@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragraf.corpus import FileStat
+from ragraf.corpus.discover import FileStat
 from ragraf.store import StatEntry
 
 if TYPE_CHECKING:  # numpy is imported where snapshots are written: the guard's read needs none of it

@@ -20,8 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ragraf.config import Settings
-from ragraf.corpus import Discovery, FileStat, Unindexable, discover, extract
-from ragraf.corpus.discover import BAD_NAME, RACY_NS, UNREADABLE_FOLDER, Relisting, dir_stamps, relist
+from ragraf.corpus.discover import (
+    BAD_NAME,
+    RACY_NS,
+    UNREADABLE_FOLDER,
+    Discovery,
+    FileStat,
+    Relisting,
+    dir_stamps,
+    discover,
+    relist,
+)
+from ragraf.corpus.extract import Unindexable, extract
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import excluded_reason
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches

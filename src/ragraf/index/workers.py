@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ragraf.chunking import SymbolSpan, chunk_text, parse
 from ragraf.config import Settings
-from ragraf.corpus import Unindexable, extract
+from ragraf.corpus.extract import Unindexable, extract
 from ragraf.facts import extract_facts, qualified_name
 from ragraf.header_language import content_language
 from ragraf.languages import TREE_SITTER_LANGUAGES
