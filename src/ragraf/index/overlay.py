@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragraf.config import Settings
-from ragraf.corpus.discover import discover
-from ragraf.corpus.discover import Discovery, FileStat, dir_stamps
+from ragraf.corpus.discover import Discovery, FileStat, dir_stamps, discover
 from ragraf.corpus.gitrepo import (
     BaseRef,
     TreeChange,
