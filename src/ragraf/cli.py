@@ -13,14 +13,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ragraf.adapters.render import SKIPPED_SHOWN, render_report
 from ragraf.adapters.terminal import CHOICES, colour_wanted, paint, paint_error
-from ragraf.api import Envelope, Index, error_envelope
-from ragraf.api.changes_format import render_changes
 from ragraf.api.render import (
     render_drift,
     render_facts,
@@ -31,9 +28,10 @@ from ragraf.api.render import (
     render_search,
     render_status,
 )
-from ragraf.corpus.extract import is_utf8
 from ragraf.errors import EXIT_INTERRUPTED, RagrafError, UsageError
-from ragraf.index.progress import make_progress
+
+if TYPE_CHECKING:  # a command imports the operations layer, renderers and the indexer it runs
+    from ragraf.api import Envelope, Index
 
 
 def _argv() -> list[str]:
@@ -43,6 +41,19 @@ def _argv() -> list[str]:
     return list(root.meta.get("ragraf.argv", [])) if root else []
 
 
+def _open(root: Path) -> Index:
+    """The index of root (the operations layer loads with the first command that opens one)."""
+    from ragraf.api.index import Index
+
+    return Index.open(root)
+
+
+def _error_envelope(op: str, exc: RagrafError) -> Envelope:
+    from ragraf.api.index import error_envelope
+
+    return error_envelope(op, exc)
+
+
 def _print_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, default=str))
 
@@ -50,8 +61,13 @@ def _print_json(data: Any) -> None:
 def _check_encodable(*values: object) -> None:
     """Arguments the shell passed as bytes that are not UTF-8 (a name, a path) cannot be looked up
     in a UTF-8 index: a usage error naming them escaped, not an encoding traceback."""
-    for value in values:
-        if isinstance(value, str | Path) and not is_utf8(text := str(value)):
+    texts = [str(value) for value in values if isinstance(value, str | Path)]
+    if all(text.isascii() for text in texts):
+        return
+    from ragraf.corpus.extract import is_utf8
+
+    for text in texts:
+        if not is_utf8(text):
             shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             raise UsageError(f"'{shown}' is not valid UTF-8", suggest="pass names and paths as UTF-8")
 
@@ -83,7 +99,7 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
             code = fn(root=root, as_json=as_json, **kwargs)
         except RagrafError as exc:
             if as_json:
-                _print_json(error_envelope(op, exc).to_dict())
+                _print_json(_error_envelope(op, exc).to_dict())
             msg = f"ragraf {op}: {exc.message}"
             if exc.suggest:
                 msg += f"\n  → {exc.suggest}"
@@ -96,8 +112,9 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _Commands(click.Group):
-    """`migrate` loads the PostgreSQL driver: only when asked for, not on every command's start.
-    A usage error click finds (a bad option value, a missing argument) prints its envelope under
+    """The commands defined elsewhere (`migrate` loads the PostgreSQL driver; serve, watch, mcp and
+    mcp-config the servers and agent setup) are registered only when named or listed, not on every
+    command's start. A usage error click finds (a bad option value, a missing argument) prints its envelope under
     --json too, like every other error."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -111,16 +128,23 @@ class _Commands(click.Group):
             argv = ctx.meta.get("ragraf.argv", [])
             if "--json" in argv[: argv.index("--") if "--" in argv else None]:  # not a literal after --
                 op = exc.ctx.command.name if exc.ctx and exc.ctx.command is not ctx.command else "ragraf"
-                _print_json(error_envelope(op or "ragraf", UsageError(exc.format_message())).to_dict())
+                _print_json(_error_envelope(op or "ragraf", UsageError(exc.format_message())).to_dict())
             raise
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name == "migrate" and name not in self.commands:
             _register_migrate(self)
+        elif name in _ADAPTER_COMMANDS and name not in self.commands:
+            from ragraf.adapters.commands import register
+
+            register(self)
         return super().get_command(ctx, name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), "migrate"})
+        return sorted({*super().list_commands(ctx), "migrate", *_ADAPTER_COMMANDS})
+
+
+_ADAPTER_COMMANDS = ("serve", "watch", "mcp", "mcp-config")  # adapters/commands.py register()s them
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -165,7 +189,10 @@ def index_cmd(
       ragraf index --dry-run      # what it would index, by folder, and the embedding cost
       ragraf index --full         # rebuild everything (also repairs a corrupt index)
     """
-    idx = Index.open(path or root)
+    from ragraf.adapters.render import render_report
+    from ragraf.index.progress import make_progress
+
+    idx = _open(path or root)
     progress = make_progress(quiet or as_json)
     started = time.time()
     try:
@@ -192,7 +219,7 @@ def _interrupted(root: Path, started: float) -> str:
     """What an interrupted index run kept, and how to resume: the last committed revision answers."""
     lines = ["ragraf index: interrupted"]
     try:
-        env = Index.open(root).status()
+        env = _open(root).status()
     except (RagrafError, KeyboardInterrupt):
         lines.append("  no revision was committed yet; nothing answers until an index run finishes")
     else:
@@ -208,6 +235,8 @@ def _interrupted(root: Path, started: float) -> str:
 
 
 def _print_dry_run(data: dict[str, Any]) -> None:
+    from ragraf.adapters.render import SKIPPED_SHOWN
+
     click.echo(
         f"would index {data['files']} files ({data['bytes']:,} bytes) in {data['chunks']} chunks; "
         f"{data['files_to_process']} files to (re)process"
@@ -366,7 +395,7 @@ def search_cmd(
     if budget is not None and budget < 1:
         raise UsageError(f"--budget {budget}: give a positive number of bytes (default {16 * 1024})")
     code = 0
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         budget = budget or idx.settings.budget_bytes
         for q in [query] if query is not None else _search_lines(queries):  # type: ignore[arg-type]
             try:
@@ -379,7 +408,7 @@ def search_cmd(
             except RagrafError as exc:
                 if queries is None:
                     raise
-                _finish(error_envelope("search", exc), as_json, lambda e: render_search(e, budget))  # type: ignore[arg-type]
+                _finish(_error_envelope("search", exc), as_json, lambda e: render_search(e, budget))  # type: ignore[arg-type]
                 code = max(code, exc.exit_code)  # the line's own error, not the refusal's 3
                 continue
             more = _again(_argv()) if queries is None else None
@@ -413,7 +442,7 @@ def localize_cmd(
       gh issue view 123 | ragraf localize - -k 10
     """
     text = _report_text(source)
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.localize(text, k=k, reindex_on_drift=policy, **_filters(globs, kinds, languages))
         budget = budget or idx.settings.budget_bytes
     return _finish(env, as_json, lambda e: render_localize(e, budget))  # type: ignore[arg-type]
@@ -456,7 +485,7 @@ def def_cmd(
       ragraf def TCPConnector.connect --body
       ragraf def parse --kind code -g 'src/**'
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.find_symbol(
             name, reindex_on_drift=policy, offset=offset, include_body=include_body,
             **_filters(globs, kinds, languages),
@@ -489,7 +518,7 @@ def refs_cmd(
       ragraf refs resolve_host
       ragraf refs resolve_host --calls --kind test    # the tests that call it
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.find_references(
             name, calls=calls, reindex_on_drift=policy, offset=offset, **_filters(globs, kinds, languages)
         )
@@ -513,7 +542,7 @@ def callees_cmd(root: Path, as_json: bool, name: str, policy: str | None) -> int
     Example:
       ragraf callees TCPConnector.connect
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         return _finish(idx.callees(name, reindex_on_drift=policy), as_json, _graph_text)
 
 
@@ -532,7 +561,7 @@ def callers_cmd(root: Path, as_json: bool, name: str, depth: int, budget: int, p
     Example:
       ragraf callers resolve_host --depth 3
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.callers(name, depth=depth, budget=budget, reindex_on_drift=policy)
         return _finish(env, as_json, _graph_text)
 
@@ -553,7 +582,7 @@ def graph_cmd(
     Example:
       ragraf graph TCPConnector.connect --direction out --depth 2
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.graph(name, depth=depth, direction=direction, budget=budget, reindex_on_drift=policy)
         return _finish(env, as_json, _graph_text)
 
@@ -597,7 +626,7 @@ def impact_cmd(
                 f"cannot read the diff {diff_file}: {exc.strerror}", suggest="give a readable file"
             ) from None
         diff = data.decode("utf-8", "replace")
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.impact(
             staged=staged, rev=rev_range, diff=diff, depth=depth, budget=budget, reindex_on_drift=policy
         )
@@ -619,7 +648,7 @@ def map_cmd(root: Path, as_json: bool, budget: int, focus: tuple[str, ...], poli
       ragraf map --budget 2000
       ragraf map --focus src/app/server.py
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.repo_map(budget=budget, focus=list(focus), reindex_on_drift=policy)
         return _finish(env, as_json, _graph_text)
 
@@ -636,7 +665,7 @@ def related_cmd(root: Path, as_json: bool, spec: str, k: int, policy: str | None
     Example:
       ragraf related src/app/server.py:15
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         return _finish(idx.related(spec, k=k, reindex_on_drift=policy), as_json, _graph_text)
 
 
@@ -651,7 +680,7 @@ def outline_cmd(root: Path, as_json: bool, path: str, policy: str | None) -> int
     Example:
       ragraf outline src/app/server.py
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         return _finish(idx.outline(path, reindex_on_drift=policy), as_json, render_outline)
 
 
@@ -666,7 +695,7 @@ def read_cmd(root: Path, as_json: bool, spec: str) -> int:
       ragraf read src/app/server.py
       ragraf read src/app/server.py:10-40
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         return _finish(idx.read(spec), as_json, render_read)
 
 
@@ -681,7 +710,7 @@ def status_cmd(root: Path, as_json: bool, policy: str | None) -> int:
       ragraf status
       ragraf status --json
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         return _finish(idx.status(reindex_on_drift=policy), as_json, render_status)
 
 
@@ -695,7 +724,7 @@ def drift_cmd(root: Path, as_json: bool, policy: str | None) -> int:
     Example:
       ragraf drift
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         return _finish(idx.drift(reindex_on_drift=policy), as_json, render_drift)
 
 
@@ -726,10 +755,12 @@ def changes_cmd(
       ragraf changes --from rev-0003
       ragraf changes --from rev-0003 --to rev-0005 --json
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.changes(from_rev, to_rev, reindex_on_drift=policy)
     if env.state == "refused" or (as_json and not output):
         return _finish(env, as_json, lambda e: render_facts(e))
+    from ragraf.api.changes_format import render_changes
+
     text = json.dumps(env.to_dict(), ensure_ascii=False) if as_json else render_changes(env.results[0], fmt)
     if not output:
         click.echo(text)
@@ -753,7 +784,7 @@ def revisions_cmd(root: Path, as_json: bool) -> int:
     Example:
       ragraf revisions
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.revisions()
     if as_json:
         _print_json(env.to_dict())
@@ -771,7 +802,7 @@ def gc_cmd(root: Path, as_json: bool) -> int:
     Example:
       ragraf gc
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         data = idx.gc()
     if as_json:
         _print_json(data)
@@ -795,7 +826,7 @@ def doctor_cmd(root: Path, as_json: bool, pull: bool, check: bool) -> int:
       ragraf doctor
       ragraf doctor --check          # also verify every invariant of the index data
     """
-    with Index.open(root) as idx:
+    with _open(root) as idx:
         env = idx.doctor(pull=pull, check=check)
     if as_json:
         _print_json(env.to_dict())
@@ -832,7 +863,7 @@ def cache_stats_cmd(root: Path, as_json: bool) -> int:
 
     from ragraf.embed import open_cache
 
-    stats = asdict(open_cache(Index.open(root).settings).stats())
+    stats = asdict(open_cache(_open(root).settings).stats())
     if as_json:
         _print_json({"op": "cache", **stats})
     else:
@@ -862,17 +893,12 @@ def cache_prune_cmd(root: Path, as_json: bool, models: tuple[str, ...], days: fl
 
     if not models and days is None:
         raise click.UsageError("say what to prune: --model MODEL and/or --older-than DAYS")
-    removed = open_cache(Index.open(root).settings).prune(list(models) or None, days)
+    removed = open_cache(_open(root).settings).prune(list(models) or None, days)
     if as_json:
         _print_json({"op": "cache", "removed": removed})
     else:
         click.echo(f"removed {removed} vectors")
     return 0
-
-
-from ragraf.adapters.commands import register as _register_adapters  # noqa: E402
-
-_register_adapters(main)
 
 
 def _register_migrate(group: click.Group) -> None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ragraf.api import Envelope
 from ragraf.api.render import printable
 from ragraf.languages import language_of
+
+if TYPE_CHECKING:
+    from ragraf.api import Envelope
 
 CHOICES = ("auto", "always", "never")
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragraf.corpus.secrets import count_redacted
-
 
 @dataclass(frozen=True)
 class StaleWarning:
@@ -57,6 +55,8 @@ class Envelope:
     page: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        from ragraf.corpus.secrets import count_redacted  # its patterns compile only for JSON out
+
         out = asdict(self)
         # Secrets replaced by `[redacted:KIND]` in what this answer returns (corpus/secrets.py).
         out["redacted"] = count_redacted(out["results"])
