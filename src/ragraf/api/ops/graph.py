@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from ragraf.facts.impact import (
 )
 from ragraf.facts.lookup import find_definitions
 from ragraf.facts.related import definition_at, related
-from ragraf.facts.repomap import RankedFile, fit_budget, pack, rank_files, unpack
+from ragraf.facts.repomap import RankedFile, fit_budget, from_bytes, rank_files, to_bytes
 from ragraf.freshness.guard import DriftSet
 from ragraf.freshness.live_read import confine, parse_spec
 
@@ -41,7 +42,7 @@ MAX_ROOTS = 20  # definitions of one name followed at once
 MAX_RELATED = 50
 MAP_BUDGET = 1024  # tokens of a repo map
 MAP_CACHED_FILES = 3000
-MAP_FORMAT = 2  # a cached map is repomap.pack's columns
+MAP_FORMAT = 3  # a cached map is repomap.to_bytes: pack's columns marshalled (its version in the key)
 _MAPS: dict[str, list[RankedFile]] = {}  # this process's maps, by revision and focus
 IMPACT_DEPTH = 10  # a test reaches library code through its runner: 8 hops in click
 IMPACT_BUDGET = 1000
@@ -114,23 +115,25 @@ class GraphOps(Guarded):
         return env
 
     def _ranked(self, rev_no: int, corpus_hash: str, focus: list[str]) -> tuple[list[RankedFile], bool]:
-        key = hashlib.sha1(json.dumps([corpus_hash, sorted(focus), MAP_FORMAT]).encode()).hexdigest()[:20]
+        key = hashlib.sha1(
+            json.dumps([corpus_hash, sorted(focus), MAP_FORMAT, marshal.version]).encode()
+        ).hexdigest()[:20]
         memo = _MAPS.get(key)
         if memo is not None:
             return memo, True
-        path = self.settings.home / "maps" / f"{key}.json"
+        path = self.settings.home / "maps" / f"{key}.marshal"
         try:
-            ranked = unpack(json.loads(path.read_text()))
+            ranked = from_bytes(path.read_bytes())
             _MAPS[key] = ranked
             return ranked, True
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+        except (OSError, ValueError):
+            pass  # none yet, or not what to_bytes wrote (cut short, damaged): ranked again
         ranked = rank_files(self.store(), rev_no, focus)
         _MAPS[key] = ranked
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(pack(ranked[:MAP_CACHED_FILES]), separators=(",", ":")))
+            tmp.write_bytes(to_bytes(ranked[:MAP_CACHED_FILES]))
             tmp.replace(path)
         except OSError:
             pass  # a map not cached is only slower next time
