@@ -11,6 +11,7 @@ these tasks would reach on a repository it has not seen.
 
     python benchmarks/localize_cv.py --embedder static                  # ablations
     python benchmarks/localize_cv.py --embedder static --tune callers,K  # cross-validated tuning
+    python benchmarks/localize_cv.py --embedder static --tune definition_gain
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ CANDIDATES: dict[str, Callable[[Any, int, Any], list[str]]] = {
 def capture(tasks: list[bench.Task], work: Path, embedder: str) -> list[Record]:
     """Each task's channel ranks, its tree laid out and indexed once (kept in `work` for the next run)."""
     kept: dict[str, Any] = {}
-    real = localize_op.localize
+    real = channels.localize
 
     def keep_all(store: Any, rev_no: int, report: Any, k: int, **kw: Any) -> Any:
         outcome = real(store, rev_no, report, 100_000, **kw)
@@ -94,7 +95,10 @@ def capture(tasks: list[bench.Task], work: Path, embedder: str) -> list[Record]:
         kept["candidates"] = {name: fn(store, rev_no, report) for name, fn in CANDIDATES.items()}
         return channels.LocalizeOutcome(outcome.files[:k], outcome.notes, outcome.missing_paths)
 
-    localize_op.localize = keep_all  # type: ignore[assignment]
+    # The operation reads localize from search/localize.py when it runs (or kept it when imported).
+    targets = [m for m in (channels, localize_op) if getattr(m, "localize", None) is real]
+    for module in targets:
+        module.localize = keep_all  # type: ignore[attr-defined]
     records = []
     for n, task in enumerate(tasks, 1):
         saved = work / "records" / embedder / f"{task.instance_id}.json"
@@ -119,12 +123,14 @@ def capture(tasks: list[bench.Task], work: Path, embedder: str) -> list[Record]:
         record = {
             "id": task.instance_id, "repo": task.repo, "gold": task.gold, "shown": shown,
             "ranks": ranks, "files": {p: _file_traits(p) for p in ranks},
+            "rarity": {a.path: a.rarity for a in kept["answers"] if a.rarity},
         }  # fmt: skip
         saved.parent.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(record))
         records.append(record)
         print(f"[{n}/{len(tasks)}] {task.instance_id}", file=sys.stderr)
-    localize_op.localize = real
+    for module in targets:
+        module.localize = real  # type: ignore[attr-defined]
     return records
 
 
@@ -150,6 +156,7 @@ def product_params() -> dict[str, float]:
     params = {f"w_{c}": w for c, w in channels.WEIGHTS.items()}
     params.update({f"w_{c}": 0.0 for c in CANDIDATES if c not in channels.WEIGHTS})
     params["K"] = channels.FUSE_K
+    params["definition_gain"] = channels.DEFINITION_GAIN
     return params
 
 
@@ -169,7 +176,14 @@ def ranked_files(record: Record, params: dict[str, float]) -> list[str]:
         if traits["vendored"] and "path" not in ranks:
             factor *= channels.VENDORED_FACTOR
         score[path] = s * factor
-    return sorted(score, key=lambda p: (-score[p], p))
+    ranked = sorted(score, key=lambda p: (-score[p], p))
+    # search/localize.py's rerank_by_definitions over the fused head
+    head, rarity = ranked[: channels.RERANK_DEPTH], record.get("rarity", {})
+    best = max((rarity.get(p, 0.0) for p in head), default=0.0)
+    if best <= 0 or not params.get("definition_gain"):
+        return ranked
+    gained = {p: score[p] * (1 + params["definition_gain"] * rarity.get(p, 0.0) / best) for p in head}
+    return sorted(head, key=lambda p: (-gained[p], p)) + ranked[channels.RERANK_DEPTH :]
 
 
 def accuracy(records: list[Record], rank: Callable[[Record], list[str]]) -> dict[int, float]:
@@ -183,7 +197,7 @@ def _objective(records: list[Record], params: dict[str, float]) -> float:
     return a[1] + 0.5 * (a[3] + a[5] + a[10])
 
 
-GRID = {"K": [1.0, 2.0, 4.0, 8.0, 16.0]}
+GRID = {"K": [1.0, 2.0, 4.0, 8.0, 16.0], "definition_gain": [0.0, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7]}
 WEIGHT_GRID = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0]
 
 
@@ -242,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         + "".join(f"{'@' + str(k):>8}" for k in KS)
     )
     print(_row("localize", accuracy(records, lambda r: ranked_files(r, product))))
+    unranked = {**product, "definition_gain": 0.0}
+    print(_row("without the definitions' rerank", accuracy(records, lambda r: ranked_files(r, unranked))))
     for c in channels.WEIGHTS:
         params = {**product, f"w_{c}": 0.0}
         print(_row(f"without {c}", accuracy(records, lambda r, p=params: ranked_files(r, p))))  # type: ignore[misc]
@@ -249,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         for w in (0.5, 1.0):
             params = {**product, f"w_{c}": w}
             print(_row(f"with {c} at {w}", accuracy(records, lambda r, p=params: ranked_files(r, p))))  # type: ignore[misc]
-    keys = [k if k == "K" else f"w_{k}" for k in args.tune.split(",") if k]
+    keys = [k if k in GRID else f"w_{k}" for k in args.tune.split(",") if k]
     if keys:
         unknown = [k for k in keys if k not in product]
         if unknown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -315,3 +316,43 @@ def test_code_under_docs_and_tests_ranks_after_the_code_even_when_the_report_spe
         k=4,
     )
     assert [r["path"] for r in env.results][0] == "pkg/render.py"
+
+
+def test_the_file_defining_the_reports_rare_names_passes_one_its_prose_describes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "shop"
+    write(root, {
+        "shop/orders.py": (
+            "def place_order(order):\n    # the order total is the sum of the order lines, coupon applied once\n"
+            "    order.total = sum(line.price for line in order.lines)\n    return order.total\n\n\n"
+            "def order_summary(order):\n    return f'order total {order.total} after coupon'\n"
+        ),
+        "shop/coupons.py": (
+            "def apply_coupon(cart, code):\n    cart.codes.append(code)\n    return recompute_totals(cart)\n\n\n"
+            "def recompute_totals(cart):\n    cart.total = sum(cart.prices) - len(cart.codes)\n    return cart\n"
+        ),
+        "shop/cart.py": "def add_item(cart, price):\n    cart.prices.append(price)\n",
+    })  # fmt: skip
+    Index.open(root, embedder="none").index()
+    report = (
+        "The order total counts a coupon twice\n\nAfter apply_coupon the order total shows the coupon applied"
+        " twice: the order summary says order total 8 after coupon, the order lines sum to 10."
+        " recompute_totals runs once.\n"
+    )
+    ranked = [r["path"] for r in Index.open(root, embedder="none").localize(report, k=3).results]
+    assert ranked[:2] == ["shop/coupons.py", "shop/orders.py"]  # it defines both names the report uses
+    monkeypatch.setattr("ragraf.search.localize.DEFINITION_GAIN", 0.0)
+    unranked = [r["path"] for r in Index.open(root, embedder="none").localize(report, k=3).results]
+    assert unranked[:2] == ["shop/orders.py", "shop/coupons.py"]  # the prose's words alone
+
+
+def test_the_definitions_rerank_leaves_files_defining_nothing_the_report_names_in_order() -> None:
+    from ragraf.search.localize import FileAnswer, rerank_by_definitions
+
+    answers = [FileAnswer("a.py", 1.0), FileAnswer("b.py", 0.9), FileAnswer("c.py", 0.5)]
+    assert rerank_by_definitions(answers, {}, 100) == answers
+    ranked = rerank_by_definitions(answers, {"b.py": {"parse_rows": 1}, "c.py": {"Row": 8}}, 100)
+    assert [a.path for a in ranked] == ["b.py", "a.py", "c.py"]  # c gains less than the gap to a
+    assert ranked[0].score == pytest.approx(0.9 * 1.3)
+    assert ranked[2].rarity == pytest.approx(math.log(1 + 100 / 8))

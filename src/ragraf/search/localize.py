@@ -59,6 +59,7 @@ class FileAnswer:
     evidence: list[dict[str, object]] = field(default_factory=list)
     chunks: list[ChunkHit] = field(default_factory=list)
     channels: dict[str, int] = field(default_factory=dict)  # channel -> rank (0 first) in it
+    rarity: float = 0.0  # how rare the report's names it defines are (rerank_by_definitions)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ def localize(
     add("traceback", frames)
     named, missing_named = _path_channel(report, resolver)
     add("path", named)
-    add("definition", _definition_channel(store, rev_no, report))
+    defines: dict[str, dict[str, int]] = {}  # file -> the report's names it defines -> files defining each
+    add("definition", _definition_channel(store, rev_no, report, defines))
     add("message", _message_channel(store, rev_no, report))
     add("literal", _literal_channel(store, rev_no, report))
     text = _text_channel(store, rev_no, report, vector_hits)
@@ -129,10 +131,37 @@ def localize(
         if is_vendored_path(answer.path) and "path" not in answer.channels:
             factor *= VENDORED_FACTOR
         answer.score *= factor
-    ranked = sorted(answers.values(), key=lambda a: (-a.score, a.path))[:k]
+    ranked = sorted(answers.values(), key=lambda a: (-a.score, a.path))
+    ranked = rerank_by_definitions(ranked, defines, len(_names_of(store, rev_no, paths).words))[:k]
     _fill_chunks(store, rev_no, ranked, report)
     missing_all = list(dict.fromkeys(missing + missing_named))
     return LocalizeOutcome(ranked, notes, missing_all)
+
+
+# The fused top files re-weighed by the rare names of the report each defines: a file defining three
+# names the report uses, each defined in one or two files, is where the report points, whichever
+# channel ranked it. A gain of at most 30% of the fused score (leave one repository out on
+# bench-issues, the factor fitted on six repositories: 0.15-0.4 in every fold).
+RERANK_DEPTH = 20
+DEFINITION_GAIN = 0.3
+
+
+def rerank_by_definitions(
+    ranked: list[FileAnswer], defines: dict[str, dict[str, int]], code_files: int
+) -> list[FileAnswer]:
+    """The first RERANK_DEPTH answers each scaled by 1 + DEFINITION_GAIN x its share of the best
+    evidence among them: the sum over the report's names it defines of log(1 + code files / files
+    defining the name). The rest keep their order below."""
+    for answer in ranked:
+        names = defines.get(answer.path)
+        answer.rarity = sum(math.log(1 + code_files / n) for n in names.values()) if names else 0.0
+    head, tail = ranked[:RERANK_DEPTH], ranked[RERANK_DEPTH:]
+    best = max((a.rarity for a in head), default=0.0)
+    if best <= 0:
+        return ranked
+    for answer in head:
+        answer.score *= 1 + DEFINITION_GAIN * answer.rarity / best
+    return sorted(head, key=lambda a: (-a.score, a.path)) + tail
 
 
 def search_report(
@@ -252,9 +281,11 @@ def _path_channel(report: Report, resolver: PathResolver) -> tuple[list, list[st
     return ranked, missing[:5]
 
 
-def _definition_channel(store: Store, rev_no: int, report: Report) -> list:  # type: ignore[type-arg]
+def _definition_channel(
+    store: Store, rev_no: int, report: Report, rarity: dict[str, dict[str, int]] | None = None
+) -> list:  # type: ignore[type-arg]
     """Files defining the report's code names, a name defined in few files weighing more, and one
-    mentioned often more again."""
+    mentioned often more again. `rarity`, if given, gets each file's names as (name, files defining it)."""
     score: dict[str, float] = {}
     evidence: dict[str, dict[str, object]] = {}
     for order, name in enumerate(report.names[:MAX_NAMES]):
@@ -265,6 +296,10 @@ def _definition_channel(store: Store, rev_no: int, report: Report) -> list:  # t
             for h in store.find_facts(rev_no, "def", name=bare, exact=True, limit=200)
             if h.kind not in ("heading", "variable", "field", "import")
         ]
+        defining = {h.path for h in hits}
+        if rarity is not None and len(defining) <= MAX_DEFINING_FILES:
+            for path in defining:
+                rarity.setdefault(path, {})[name] = len(defining)
         if container and container[:1].isupper():
             narrowed = [h for h in hits if h.container == container]
             hits = narrowed or hits
