@@ -11,6 +11,8 @@ from support import settled, write
 
 from ragraf import Index
 from ragraf.api import guarded
+from ragraf.corpus import discover as discover_module
+from ragraf.corpus import extract as extract_module
 from ragraf.freshness import guard as guard_module
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import guard
@@ -166,9 +168,9 @@ def test_a_patched_snapshot_equals_one_packed_from_the_updated_stat_cache() -> N
 def count_hashing(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files the guard hashes from now on."""
     hashed: list[str] = []
-    read = guard_module.extract
+    read = extract_module.extract  # the guard imports it where it hashes
     monkeypatch.setattr(
-        guard_module, "extract", lambda path, rel, *a: hashed.append(rel) or read(path, rel, *a)
+        extract_module, "extract", lambda path, rel, *a: hashed.append(rel) or read(path, rel, *a)
     )
     return hashed
 
@@ -331,8 +333,8 @@ def test_a_new_file_is_found_by_listing_its_folder_alone(
 ) -> None:
     idx = indexed(sample)
     listings: list[object] = []
-    full = guard_module.discover
-    monkeypatch.setattr(guard_module, "discover", lambda *a, **k: listings.append(a) or full(*a, **k))
+    full = discover_module.discover
+    monkeypatch.setattr(discover_module, "discover", lambda *a, **k: listings.append(a) or full(*a, **k))
     (sample / "src/app/new_module.py").write_text("def brand_new():\n    return 1\n")
     assert drift_of(idx)["created"] == ["src/app/new_module.py"]
     (sample / "src/app/notes.bin").write_bytes(b"\x00")  # left out: the drift stays the same

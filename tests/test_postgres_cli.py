@@ -13,7 +13,7 @@ from support import cli_json, run_cli, settled, write
 
 from ragraf.api.index import Index
 from ragraf.config import load_settings
-from ragraf.freshness import guard
+from ragraf.corpus import extract as extract_module
 
 
 def test_index_search_facts_freshness_and_changes_on_postgres(sample: Path, pg_dsn: str) -> None:  # noqa: F811
@@ -80,8 +80,10 @@ def test_each_checkout_of_a_shared_index_keeps_its_own_file_stats(
     for idx in checkouts:
         idx.index()
     hashed: list[Path] = []
-    read = guard.extract
-    monkeypatch.setattr(guard, "extract", lambda path, *args: hashed.append(path) or read(path, *args))
+    read = extract_module.extract  # the guard imports it where it hashes
+    monkeypatch.setattr(
+        extract_module, "extract", lambda path, *args: hashed.append(path) or read(path, *args)
+    )
     for idx in checkouts:
         assert idx.search("TCPConnector").to_dict()["state"] == "fresh"
     # Before, the stats were the repository's: the last to index won, and every read of the

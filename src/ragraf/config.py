@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragraf.corpus.gitcmd import run_watched
-from ragraf.corpus.secrets import REDACTION_VERSION
 from ragraf.errors import ConfigError, UsageError
 
 CHUNKER_VERSION = "3"
@@ -60,6 +59,8 @@ class Settings:
         return self.home / db_name(Path(self.repo_key) if self.repo_key else self.root)
 
     def chunk_params(self) -> str:
+        from ragraf.corpus.secrets import REDACTION_VERSION  # its patterns compile only for an index run
+
         return (
             f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}/facts{FACTS_VERSION}"
             f"/redact{REDACTION_VERSION}"

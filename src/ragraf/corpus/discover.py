@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ragraf.corpus.extract import Unindexable, extract, is_utf8
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason, is_secret
+from ragraf.corpus.stat_cache import RACY_NS
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -278,9 +279,6 @@ def untracked_by_walk(root: Path, tracked: list[str]) -> list[str]:
 
 BAD_NAME = "file name is not valid UTF-8 (rename it to index it)"
 UNREADABLE_FOLDER = "folder not readable (permission denied)"
-# A stat taken within this window of an mtime may miss a same-size rewrite, or a folder a file
-# created, in the same clock tick (git's "racy" problem): such a file or folder is looked at again.
-RACY_NS = 2_000_000_000
 
 
 def discover(root: Path, max_file_bytes: int, paths: list[str] | None = None) -> Discovery:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ragraf.corpus.discover import RACY_NS, FileStat
-
 if TYPE_CHECKING:
+    from ragraf.corpus.discover import FileStat
     from ragraf.store.base import StatEntry
 
+# A stat taken within this window of an mtime may miss a same-size rewrite, or a folder a file
+# created, in the same clock tick (git's "racy" problem): such a file or folder is looked at again.
+RACY_NS = 2_000_000_000
 SKIPPED = ""  # the stat cache's sha256 for a file examined and found unindexable
 
 

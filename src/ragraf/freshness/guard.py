@@ -8,15 +8,17 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ragraf.config import Settings
-from ragraf.corpus.discover import RACY_NS, Relisting, dir_stamps, discover, relist
-from ragraf.corpus.extract import Unindexable, extract
-from ragraf.corpus.stat_cache import SKIPPED, stat_matches
+from ragraf.corpus.stat_cache import RACY_NS, SKIPPED, stat_matches
 from ragraf.errors import StoreError
 from ragraf.freshness import snapshot
 from ragraf.freshness.snapshot import IGNORE_FILES, moved_files, stat_view
 from ragraf.store import DriftEvent, ManifestEntry, Revision, StatEntry, Store
+
+if TYPE_CHECKING:  # listing and hashing load when something moved: a read of an unchanged tree only stats
+    from ragraf.corpus.discover import Relisting
 
 RELIST_MAX_FILES = 100  # more files new to the changed folders than this: a full discovery decides
 
@@ -55,6 +57,9 @@ def compute_drift(
 ) -> DriftSet:
     """Stat every file; re-hash only those whose size, mtime, ctime or inode moved; compare with the
     manifest. `seen` gets every listed file's stat entry (what a new snapshot needs)."""
+    from ragraf.corpus.discover import discover
+    from ragraf.corpus.extract import Unindexable, extract
+
     found = discover(settings.root, settings.max_file_bytes)
     created: list[str] = []
     modified: list[str] = []
@@ -120,10 +125,15 @@ class GuardResult:
     learnt: Learnt | None = None
 
 
+_GUARDED: set[str] = set()  # the roots this process has guarded: from the second guard on, watch.py
+
+
 def _moved(settings: Settings, store: Store) -> list[str] | None:
     """The snapshot's files whose stat moved: the stat pass, skipped in a long-running process while
-    the kernel reports nothing under the root (watch.py)."""
-    if not settings.watch:
+    the kernel reports nothing under the root (watch.py). A root's first guard in a process is the
+    plain pass: a one-shot command guards once and loads no inotify (ctypes, libc lookup)."""
+    if not settings.watch or str(settings.root) not in _GUARDED:
+        _GUARDED.add(str(settings.root))
         return moved_files(settings.root, store.guard_snapshot())
     from ragraf.freshness import watch  # inotify through ctypes: only a long-running server watches
 
@@ -154,6 +164,8 @@ def _relisted(settings: Settings, store: Store) -> tuple[list[str], list[str], R
     """The moved files and the files new to the folders whose stamp moved (a file created, or a
     folder listed within the racy window of its last change), listing only those folders again as
     an index run does; None when a full discovery must decide (relist says when)."""
+    from ragraf.corpus.discover import relist
+
     blob = store.guard_snapshot()
     changes = snapshot.changes_since(settings.root, blob)
     if changes is None or not changes.folders:
@@ -192,6 +204,8 @@ def quick_drift(
     # cost loading the whole manifest on every read.
     lookup = getattr(store, "manifest_entry", None)
     manifest = {} if lookup and len(moved) <= 100 else store.manifest(rev.rev_no)
+    from ragraf.corpus.extract import Unindexable, extract
+
     modified, created, deleted, new_sha = [], [], [], []
     for path in moved:
         checked = time.time_ns()
@@ -243,6 +257,8 @@ def guard(store: Store, settings: Settings, rev: Revision) -> GuardResult:
     learnt = Learnt(rev.rev_no, seen, relisted or None) if seen or relisted else None
     manifest: dict[str, ManifestEntry] | None = None
     if drift is None:
+        from ragraf.corpus.discover import dir_stamps
+
         stamps = dir_stamps(settings.root)  # before listing, as an index run takes them
         manifest, cache = store.manifest(rev.rev_no), store.stat_cache()
         drift = compute_drift(settings, manifest, cache, seen)

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragraf.corpus.discover import FileStat
 from ragraf.store import StatEntry
 
 if TYPE_CHECKING:  # numpy is imported where snapshots are written: the guard's read needs none of it
     import numpy as np
+
+    from ragraf.corpus.discover import FileStat
 
 _HEADER = struct.Struct("<4sII")  # magic, files, folders
 _MAGIC = b"RGS1"
@@ -199,6 +200,8 @@ def listing_after(
     """Every file of the last listing with its stat, when moved_files has just named the moved ones:
     only those are stat'ed again
     (a file that moves meanwhile keeps its old stat in the cache, so the next guard still sees it)."""
+    from ragraf.corpus.discover import FileStat
+
     again = set(moved)
     files: list[FileStat] = []
     try:

@@ -64,7 +64,6 @@ class _Watch:
         self.lock = threading.Lock()
         self.fd = -1
         self.failed = False
-        self.guards = 0
         self.digest: bytes | None = None
         self.moved: list[str] | None = None
 
@@ -131,12 +130,11 @@ def moved_since(
     kernel reported something under root since its last run (or nothing is watched)."""
     watch = _watch_of(root)
     with watch.lock:
-        watch.guards += 1
         if watch.fd >= 0 and watch.digest == digest and watch.moved is not None and not watch.changed():
             return list(watch.moved)
         if watch.fd >= 0 and watch.digest is not None and watch.digest != digest:
             watch.close()  # a new snapshot may list new folders: watch those too
-        if watch.fd < 0 and watch.guards >= 2:
+        if watch.fd < 0:  # guard.py comes here from a root's second guard on: a long-running process
             names = folders()
             if names is not None:
                 watch.arm(names)

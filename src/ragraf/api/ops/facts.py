@@ -9,7 +9,6 @@ from ragraf.api.envelope import Envelope
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
 from ragraf.config import Settings
-from ragraf.corpus.discover import left_out, special_kind
 from ragraf.errors import UsageError
 from ragraf.facts.lookup import bare_name, find_definitions, find_references
 from ragraf.freshness.guard import DriftSet
@@ -193,6 +192,8 @@ def _require_name(name: str) -> None:
 
 def _not_outlined(settings: Settings, rel: str, real: Path, rev: str) -> UsageError:
     """Why a path has no outline in the revision, in the words that say what to do."""
+    from ragraf.corpus.discover import left_out, special_kind
+
     if real.is_dir():
         return UsageError(
             f"{rel} is a folder", suggest="give a file, e.g. `ragraf outline src/app/server.py`"

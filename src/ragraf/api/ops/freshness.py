@@ -6,7 +6,6 @@ from ragraf.api.envelope import Envelope
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
 from ragraf.errors import UsageError
-from ragraf.freshness.changes import changes_report
 
 
 class FreshnessOps(Guarded):
@@ -48,6 +47,8 @@ class FreshnessOps(Guarded):
                 f"--from {a.rev} is later than --to {b.rev}",
                 suggest=f"swap them: --from {b.rev} --to {a.rev}",
             )
+        from ragraf.freshness.changes import changes_report
+
         env.results.append(changes_report(self.store(), a, b))
         return env
 

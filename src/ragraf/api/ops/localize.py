@@ -7,8 +7,6 @@ from ragraf.api.ops.search import MAX_K, SearchOps
 from ragraf.api.session import names_damage
 from ragraf.languages import kind_of, language_of
 from ragraf.search.filters import build_filter
-from ragraf.search.localize import localize
-from ragraf.search.report import parse_report
 
 MAX_REPORT_CHARS = 1_000_000
 
@@ -28,6 +26,9 @@ class LocalizeOps(SearchOps):
     ) -> Envelope:
         """The files a report (issue text, traceback, code) most likely asks to change, best first;
         `path` globs (`!` excludes), `kind` and `language` filter them."""
+        from ragraf.search.localize import localize
+        from ragraf.search.report import parse_report
+
         keep = build_filter(path, kind, language)
         rev, drift, env = self._begin("localize", reindex_on_drift)
         if env.state == "refused":

@@ -8,7 +8,6 @@ import sqlite3
 from ragraf.api.envelope import Envelope, StaleWarning
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
-from ragraf.corpus.discover import left_out
 from ragraf.errors import StoreError, UsageError
 from ragraf.freshness.live_read import parse_spec, read_live
 from ragraf.store import DriftEvent
@@ -35,6 +34,8 @@ class ReadOps(Guarded):
                 suggest=f"ask for lines within 1-{total}",
             )
         settings = self.settings
+        from ragraf.corpus.discover import left_out  # the listing rules: only for a file not in the index
+
         why = (
             left_out(settings.root, live.path, settings.max_file_bytes, settings.max_line_chars)
             if indexed is None

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragraf.api.envelope import Envelope, SearchResult
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
-from ragraf.api.tiers import static_stand_in, vector_hits
 from ragraf.errors import EmbedderError, RagrafError, UsageError
 from ragraf.languages import kind_of, language_of
-from ragraf.search.engine import run_search
 from ragraf.search.filters import build_filter
-from ragraf.search.localize import search_report
-from ragraf.search.report import looks_like_report, parse_report
-from ragraf.store import Revision
+
+if TYPE_CHECKING:  # the retrievers and the report parser load with the first search, not with every command
+    from ragraf.store import Revision
 
 MAX_K = 10
 SNIPPET_MAX_CHARS = 4000
@@ -43,6 +41,10 @@ class SearchOps(Guarded):
             raise UsageError(f"unknown search mode {mode!r}", suggest="use hybrid, lexical or vector")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise UsageError(f"offset {offset!r} is not a count", suggest="give offset as 0 or more")
+        from ragraf.search.engine import run_search
+        from ragraf.search.localize import search_report
+        from ragraf.search.report import looks_like_report, parse_report
+
         keep = build_filter(path, kind, language)
         rev, drift, env = self._begin("search", reindex_on_drift)
         if env.state == "refused":
@@ -107,6 +109,8 @@ class SearchOps(Guarded):
         """The vector retriever for this query, or None with the reason in the envelope (degraded)."""
         if mode == "lexical":
             return None
+        from ragraf.api.tiers import static_stand_in, vector_hits
+
         cap = env.capability
         try:
             embedder = self.query_embedder()
