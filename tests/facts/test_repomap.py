@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from facts.test_graph import PROJECT
+from store.sample_index import SQLITE_NAMES_NUMBERED
 from support import cli_json, write
 
 from ragraf.api import Index
@@ -88,6 +89,8 @@ def test_an_index_from_before_uses_were_counted_maps_the_same(project: Path) -> 
         db_path = idx.settings.db_path
         shutil.rmtree(idx.settings.home / "maps")
     db = sqlite3.connect(db_path)  # schema 12: the sites of each reference row, not their number
+    for statement in SQLITE_NAMES_NUMBERED:
+        db.execute(statement)
     db.execute("DROP INDEX ref_sites_by_content")
     db.execute("ALTER TABLE ref_sites DROP COLUMN uses")
     db.execute("PRAGMA user_version = 12")
@@ -99,6 +102,7 @@ def test_an_index_from_before_uses_were_counted_maps_the_same(project: Path) -> 
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT count(*) FROM ref_sites WHERE uses IS NULL OR uses < 1").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM ref_sites").fetchone()[0] > 0
+    assert db.execute("SELECT count(*) FROM ref_sites WHERE name_id IS NULL").fetchone() == (0,)
 
 
 def _framed(body: bytes) -> bytes:  # what the cache's digest accepts
@@ -148,7 +152,8 @@ def test_a_maps_reading_of_definitions_is_one_index_alone_and_no_other_plan_uses
         written = store.db.execute(
             "SELECT name FROM facts WHERE kind = 'def' AND def_kind IN ('function', 'class', 'method') ORDER BY rowid"
         ).fetchall()
-        assert facts.def_name == [n for (n,) in written] and len(written) > 5
+        in_order = sorted(zip(facts.def_order, facts.def_name, strict=True))
+        assert [facts.names[n] for _, n in in_order] == [n for (n,) in written] and len(written) > 5
         for other in (
             "SELECT name FROM facts WHERE kind = 'def'",
             "SELECT name FROM facts WHERE content_id = 1 AND kind = 'def'",
@@ -157,3 +162,29 @@ def test_a_maps_reading_of_definitions_is_one_index_alone_and_no_other_plan_uses
             assert "facts_for_map" not in " ".join(
                 r[-1] for r in store.db.execute(f"EXPLAIN QUERY PLAN {other}")
             )
+
+
+def test_names_are_numbered_as_they_are_written_and_the_map_reads_the_numbers(project: Path) -> None:
+    write(
+        project, {"pkg/extra.py": "from pkg.util import helper\n\n\ndef brand_new():\n    return helper()\n"}
+    )
+    with Index.open(project) as idx:
+        idx.index()  # a second run numbers the names it has not seen, and reuses the others' numbers
+        store, rev_no = idx.store(), idx._current().rev_no
+        db = store.db
+        for table, where in (("facts", "kind = 'def'"), ("ref_sites", "1")):
+            rows = db.execute(
+                f"SELECT t.name, n.name FROM {table} t LEFT JOIN names n ON n.id = t.name_id WHERE {where}"
+            ).fetchall()
+            assert rows and all(name == numbered for name, numbered in rows), table
+        assert db.execute("SELECT count(DISTINCT name) = count(*) FROM names").fetchone() == (1,)
+        assert db.execute("SELECT count(*) FROM names WHERE name = 'brand_new'").fetchone() == (1,)
+        statements: list[str] = []
+        db.set_trace_callback(statements.append)
+        try:
+            facts = store.map_facts(rev_no, ["function", "class", "method"])
+        finally:
+            db.set_trace_callback(None)
+    (uses,) = [s for s in statements if "FROM ref_sites" in s]
+    assert "name_id" in uses and "(name," not in uses  # numbers, not a string per use
+    assert "brand_new" in {facts.names[n] for n in facts.def_name}

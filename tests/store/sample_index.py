@@ -52,6 +52,20 @@ SQLITE_MANIFEST_PER_REVISION = (
 )
 
 
+# Before schema 16 (SQLite), names were not numbered: what undoes schema 16 in an index (its two
+# indexes as schema 15 made them), for the tests of migrating older ones.
+SQLITE_NAMES_NUMBERED = (
+    "DROP INDEX facts_for_map",
+    "CREATE INDEX facts_for_map ON facts (def_kind, content_id, line, name, container, signature, kind) "
+    "WHERE def_kind IS NOT NULL",
+    "DROP INDEX ref_sites_by_content",
+    "CREATE INDEX ref_sites_by_content ON ref_sites (content_id, name, uses)",
+    "ALTER TABLE facts DROP COLUMN name_id",
+    "ALTER TABLE ref_sites DROP COLUMN name_id",
+    "DROP TABLE names",
+)
+
+
 # Before schema 7 (PostgreSQL), each revision had every row of its manifest.
 PG_MANIFEST_PER_REVISION = (
     "CREATE TABLE ragraf.manifest_old (repo_id integer NOT NULL, rev_no integer NOT NULL, path text NOT NULL, "

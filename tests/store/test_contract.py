@@ -230,13 +230,13 @@ def test_map_facts_give_each_files_definitions_and_its_sites_of_each_name_as_col
     def uses(rev_no: int) -> dict[tuple[str, str], int]:
         f = store.map_facts(rev_no, kinds)
         rows = zip(f.use_content, f.use_name, f.use_sites, strict=True)
-        return {(p, n): int(c) for content, n, c in rows for p in f.paths.get(int(content), [])}
+        return {(p, f.names[n]): int(c) for content, n, c in rows for p in f.paths.get(int(content), [])}
 
     def defs(rev_no: int) -> set[tuple[str, str, str, int, bool, str]]:
         f = store.map_facts(rev_no, kinds)
         columns = (f.def_content, f.def_name, f.def_kind, f.def_line, f.def_top, f.def_signature)
         return {
-            (p, n, k, int(line), bool(top), sig)
+            (p, f.names[n], k, int(line), bool(top), sig)
             for content, n, k, line, top, sig in zip(*columns, strict=True)
             for p in f.paths.get(int(content), [])
         }

@@ -9,7 +9,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from store.sample_index import PG_MANIFEST_PER_REVISION, SQLITE_MANIFEST_PER_REVISION, StoreFactory, bundle
+from store.sample_index import (
+    PG_MANIFEST_PER_REVISION,
+    SQLITE_MANIFEST_PER_REVISION,
+    SQLITE_NAMES_NUMBERED,
+    StoreFactory,
+    bundle,
+)
 from support import SAMPLE
 
 from ragraf.config import Settings
@@ -189,6 +195,7 @@ def test_a_sqlite_index_with_whole_manifests_per_revision_is_migrated_to_rows_an
     tree.store.close()
     db = sqlite3.connect(path)
     undo = (
+        *SQLITE_NAMES_NUMBERED,
         "DROP INDEX ref_sites_by_content",
         "ALTER TABLE ref_sites DROP COLUMN uses",
         *SQLITE_MANIFEST_PER_REVISION,
@@ -202,7 +209,7 @@ def test_a_sqlite_index_with_whole_manifests_per_revision_is_migrated_to_rows_an
     base.check()
     tree.check()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 16
     rows = db.execute("SELECT count(*) FROM manifest_rows").fetchone()[0]
     db.close()
     assert rows < whole_rows / 2  # a path unchanged across revisions is one row

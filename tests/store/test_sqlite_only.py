@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store.sample_index import CHUNKER, SQLITE_MANIFEST_PER_REVISION
+from store.sample_index import CHUNKER, SQLITE_MANIFEST_PER_REVISION, SQLITE_NAMES_NUMBERED
 from support import SAMPLE, write
 
 from ragraf import Index
@@ -57,6 +57,7 @@ def _back_to_schema(version: int, db_path: Path, *statements: str) -> None:
         "fts_body", 2, lambda text, symbol: index_text(unpack_text(text) + "\n" + (symbol or ""))
     )
     undo = (
+        *(SQLITE_NAMES_NUMBERED if version < 16 else ()),
         *(("DROP INDEX facts_for_map",) if version < 15 else ()),
         *(("DROP INDEX ref_sites_by_content",) if version < 14 else ()),
         *(("ALTER TABLE ref_sites DROP COLUMN uses",) if version < 13 else ()),
@@ -97,7 +98,7 @@ def test_an_index_at_schema_6_gains_the_retained_lexical_index_and_keeps_its_ans
     idx = Index.open(root, embedder="none")
     assert _found(idx) == before
     db = sqlite3.connect(idx.settings.db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 15
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 16
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert db.execute("SELECT count(*) FROM chunks_fts_retained").fetchone()[0] == 0
     indexes = {

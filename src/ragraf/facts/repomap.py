@@ -70,20 +70,22 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     contents = np.fromiter(facts.paths, np.int64, len(facts.paths))
     many = np.fromiter((len(held) for held in facts.paths.values()), np.int64, len(contents))
     first = np.cumsum(many) - many  # a content's first path id; its other paths follow it
-    distinct = dict.fromkeys(facts.def_name)
-    names = dict(zip(distinct, range(len(distinct)), strict=True))
-    d_row, d_path = _spread(np, _slots(np, contents, facts.def_content), first, many)
-    d_name = np.fromiter(map(names.__getitem__, facts.def_name), np.int64, len(facts.def_name))[d_row]
+    n_names = len(facts.names)  # a name is its number (the store's) from here on
+    all_names = np.asarray(facts.def_name, dtype=np.int64)
+    d_slot = _slots(np, contents, facts.def_content)
+    d_slot[all_names < 0] = -1
+    d_row, d_path = _spread(np, d_slot, first, many)
+    d_name = all_names[d_row]
     # each name's defining paths, distinct, in name order
     width = max(len(paths), 1)
     pairs, d_pair = np.unique(d_name * width + d_path, return_inverse=True)
     def_path = pairs % width
-    definers = np.bincount(pairs // width, minlength=len(names))
+    definers = np.bincount(pairs // width, minlength=n_names)
     def_start = np.cumsum(definers) - definers
     # uses of a name defined in 1..MAX_DEFINERS files; from its file to each of them but itself,
     # weighted by uses (sublinear) over the number of definers; a test's uses say less
-    u_name = np.fromiter(map(names.get, facts.use_name, repeat(-1)), np.int64, len(facts.use_name))
-    spread = np.where(u_name >= 0, definers[u_name] if len(names) else 0, 0)
+    u_name = np.asarray(facts.use_name, dtype=np.int64)
+    spread = np.where(u_name >= 0, definers[u_name] if n_names else 0, 0)
     u_slot = _slots(np, contents, facts.use_content)
     u_slot[(spread == 0) | (spread > MAX_DEFINERS)] = -1
     u_row, u_path = _spread(np, u_slot, first, many)
@@ -111,9 +113,10 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     file_of = np.full(len(paths), -1, dtype=np.int64)
     file_of[np.flatnonzero(listed)] = [at[paths[i]] for i in np.flatnonzero(listed).tolist()]
     s, t = file_of[e_src], file_of[e_dst]
+    wanted = _focus_names(focus)
+    numbers = {n: i for i, n in enumerate(facts.names) if n in wanted} if wanted else {}
     focused = {
-        n: {paths[i] for i in _definers_of(np, names.get(n), def_path, def_start, definers)}
-        for n in _focus_names(focus)
+        n: {paths[i] for i in _definers_of(np, numbers.get(n), def_path, def_start, definers)} for n in wanted
     }
     personal = _personalization(files, focus, focused)
     rank = _pagerank(len(files), s, t, w, np.asarray([personal[f] for f in files]))
@@ -126,13 +129,13 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     score = shares[d_pair.ravel()] + top * 1e-9
     line = np.asarray(facts.def_line, dtype=np.int64)[d_row]
     # per file, its definitions most used first (then by line, then as the store wrote them)
-    order = np.lexsort((d_row, line, -score, d_file))
+    order = np.lexsort((np.asarray(facts.def_order, dtype=np.int64)[d_row], line, -score, d_file))
     sorted_file = d_file[order]
     group = np.searchsorted(sorted_file, sorted_file)  # where each file's definitions begin
     kept = order[np.arange(len(order)) - group < SYMBOLS_PER_FILE]
     # the kept definitions, file by file: each column picked at once, each file a slice of them
     k_file, rows = d_file[kept], d_row[kept].tolist()
-    k_name = list(map(facts.def_name.__getitem__, rows))
+    k_name = list(map(facts.names.__getitem__, d_name[kept].tolist()))
     signatures = [
         (s or n).strip() for s, n in zip(map(facts.def_signature.__getitem__, rows), k_name, strict=True)
     ]

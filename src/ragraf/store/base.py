@@ -153,19 +153,23 @@ def ref_hits(rows: Iterable[tuple[str, str, str]], limit: int) -> list[FactHit]:
 @dataclass(frozen=True)
 class MapFacts:
     """What a repo map reads of a revision, as columns (numbers as numpy int64 arrays): its paths by
-    content key; each definition's content, name, kind, line, 1 if top level, and signature ('' if
-    none); each use row's content, name and number of sites. Rows of a content the revision does
-    not hold may come too; a content held at several paths stands for each of them."""
+    content key; names, which the definitions and uses give as their places in it (-1: none; it
+    may hold names no row gives); each definition's content, name, kind, line, 1 if top level,
+    signature ('' if none) and place in the order the definitions were written (what breaks ties);
+    each use row's content, name and number of sites. Rows of a content the revision does not hold
+    may come too; a content held at several paths stands for each of them."""
 
     paths: dict[int, list[str]]
+    names: Sequence[str]
     def_content: Sequence[int]
-    def_name: list[str]
+    def_name: Sequence[int]
     def_kind: list[str]
     def_line: Sequence[int]
     def_top: Sequence[int]
     def_signature: list[str]
+    def_order: Sequence[int]
     use_content: Sequence[int]
-    use_name: list[str]
+    use_name: Sequence[int]
     use_sites: Sequence[int]
 
 

@@ -107,7 +107,13 @@ class FactsMixin:
         d = [list(c) for c in zip(*defs, strict=True)] or [[]] * 6
         u = [list(c) for c in zip(*uses, strict=True)] or [[]] * 3
         ints = [np.asarray(c, dtype=np.int64) for c in (*d[:3], *u[:2])]
-        return MapFacts(paths, ints[0], d[3], d[4], ints[1], ints[2], d[5], ints[3], u[2], ints[4])
+        names = list(dict.fromkeys([*d[3], *u[2]]))  # numbered here: this store keeps no numbers
+        number = {n: i for i, n in enumerate(names)}
+        d_name, u_name = (np.fromiter(map(number.__getitem__, c), np.int64, len(c)) for c in (d[3], u[2]))
+        written = np.arange(len(d_name))  # read ORDER BY id
+        return MapFacts(
+            paths, names, ints[0], d_name, d[4], ints[1], ints[2], d[5], written, ints[3], u_name, ints[4]
+        )
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self._row(

@@ -90,13 +90,18 @@ class ContentsMixin:
                 chunks,
             )
             db.executemany("INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)", pending)
+            # each name of a definition or a use numbered once (schema 16): a repo map reads the numbers
+            named = {f[2] for f in facts if f[1] == "def"} | {r[1] for r in refs}
+            db.executemany("INSERT OR IGNORE INTO names (name) VALUES (?)", [(n,) for n in named])
             db.executemany(
                 "INSERT INTO facts (content_id, kind, name, name_lower, def_kind, container, line, start_line, "
-                "end_line, signature, is_call, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "end_line, signature, is_call, body_hash, name_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                "?10, ?11, ?12, (SELECT id FROM names WHERE name = ?3 AND ?2 = 'def'))",
                 facts,
             )
             db.executemany(
-                "INSERT INTO ref_sites (content_id, name, sites, uses) VALUES (?1, ?2, ?3, json_array_length(?3))",
+                "INSERT INTO ref_sites (content_id, name, sites, uses, name_id) VALUES "
+                "(?1, ?2, ?3, json_array_length(?3), (SELECT id FROM names WHERE name = ?2))",
                 refs,
             )
         return ids

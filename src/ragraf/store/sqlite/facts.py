@@ -79,29 +79,31 @@ class FactsMixin:
         """A repo map's reading of a revision (see MapFacts): each table read whole in its own
         order (joined per row to the manifest, SQLite's plan is a lookup per row, minutes on a
         large index) and matched to the revision's paths by content. The definitions come from
-        schema 15's index alone, then are put in the order they were written (what breaks ties)."""
+        schema 15's index alone, names as schema 16's numbers; the names are read last, so they
+        hold every number read before them."""
+        import numpy as np
+
         paths: dict[int, list[str]] = {}
         for content_id, path in self.db.execute(
             "SELECT content_id, path FROM manifest WHERE rev_no = ?", (rev_no,)
         ):
             paths.setdefault(content_id, []).append(path)
         kinds = sorted(kinds)
-        (d_rowid, d_content, d_line, d_top), (d_name, d_kind, d_signature) = _columns(
+        (d_order, d_content, d_line, d_top, d_name), (d_kind, d_signature) = _columns(
             self.db,
-            ["rowid", "content_id", "line", "container IS NULL"],
-            ["name", "def_kind", "coalesce(signature, '')"],
+            ["rowid", "content_id", "line", "container IS NULL", "coalesce(name_id, -1)"],
+            ["def_kind", "coalesce(signature, '')"],
             f"facts WHERE def_kind IS NOT NULL AND kind = 'def' AND def_kind IN ({','.join('?' * len(kinds))})",
             kinds,
         )
-        written = d_rowid.argsort(kind="stable")
-        d_content, d_line, d_top = d_content[written], d_line[written], d_top[written]
-        d_name, d_kind, d_signature = (
-            list(map(c.__getitem__, written.tolist())) for c in (d_name, d_kind, d_signature)
+        (u_content, u_sites, u_name), _ = _columns(
+            self.db, ["content_id", "uses", "coalesce(name_id, -1)"], [], "ref_sites", []
         )
-        (u_content, u_sites), (u_name,) = _columns(self.db, ["content_id", "uses"], ["name"], "ref_sites", [])
-        return MapFacts(
-            paths, d_content, d_name, d_kind, d_line, d_top, d_signature, u_content, u_name, u_sites
-        )
+        (ids,), (held,) = _columns(self.db, ["id"], ["name"], "names", [])
+        names = np.full(int(ids.max()) + 1 if len(ids) else 0, "", dtype=object)
+        names[ids] = np.asarray(held, dtype=object)  # each at its number, in whatever order they came
+        d_columns = (d_content, d_name, d_kind, d_line, d_top, d_signature, d_order)
+        return MapFacts(paths, names.tolist(), *d_columns, u_content, u_name, u_sites)
 
     def facts_status(self, rev_no: int, path: str) -> str | None:
         row = self.db.execute(

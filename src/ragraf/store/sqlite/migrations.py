@@ -275,6 +275,22 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS facts_for_map ON facts (def_kind, content_id, line, name, container, signature, kind)
         WHERE def_kind IS NOT NULL;
     """,
+    # 16: names numbered once, as the facts are written: each definition and reference row holds
+    # its name's number, so a repo map reads numbers (no string per use, and no numbering of a few
+    # hundred thousand names in Python); its two indexes hold the number instead of (or beside) the name
+    """
+    CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+    INSERT INTO names (name) SELECT name FROM ref_sites UNION SELECT name FROM facts WHERE kind = 'def';
+    ALTER TABLE ref_sites ADD COLUMN name_id INTEGER;
+    UPDATE ref_sites SET name_id = (SELECT id FROM names WHERE names.name = ref_sites.name);
+    ALTER TABLE facts ADD COLUMN name_id INTEGER;
+    UPDATE facts SET name_id = (SELECT id FROM names WHERE names.name = facts.name) WHERE kind = 'def';
+    DROP INDEX ref_sites_by_content;
+    CREATE INDEX ref_sites_by_content ON ref_sites (content_id, name, uses, name_id);
+    DROP INDEX facts_for_map;
+    CREATE INDEX facts_for_map ON facts (def_kind, content_id, line, name_id, container, signature, kind)
+        WHERE def_kind IS NOT NULL;
+    """,
 ]
 
 COMPACT_FROM = 10  # an index migrated across this schema is vacuumed once, into auto_vacuum = INCREMENTAL
