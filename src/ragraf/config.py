@@ -6,7 +6,6 @@ import dataclasses
 import hashlib
 import os
 import subprocess
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,6 +132,8 @@ def _file_settings(root: Path) -> dict[str, object]:
     for path, table_path in candidates:
         if not path.is_file():
             continue
+        import tomllib  # only where a configuration file exists
+
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8", errors="replace"))
         except tomllib.TOMLDecodeError as exc:

@@ -14,7 +14,7 @@ from ragraf.config import Settings, load_settings
 from ragraf.embed.factory import make_embedder
 from ragraf.errors import IndexMissingError, RagrafError, UsageError
 from ragraf.index.lock import WriterLock
-from ragraf.store import Revision, Store, open_store
+from ragraf.store import Revision, Store, open_base, open_store
 
 if TYPE_CHECKING:  # the embedder (numpy) and the overlay (the indexer) load only when a command uses them
     from ragraf.corpus.gitrepo import BaseRef
@@ -146,8 +146,6 @@ class Session:
 
     def _base_revision(self) -> Revision | None:
         if self._base_store is None:
-            from ragraf.index.overlay import open_base
-
             self._base_store = open_base(self.settings)
         return self._base_store.current_revision()
 

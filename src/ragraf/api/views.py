@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ragraf.api.session import Session
 from ragraf.errors import IndexMissingError, LockHeldError, RagrafError
 from ragraf.freshness.guard import DriftSet, GuardResult
-from ragraf.store import Revision, view_label
+from ragraf.store import Revision, laid_over, view_label
 
 if TYPE_CHECKING:
     from ragraf.corpus.gitrepo import BaseRef
@@ -95,8 +95,6 @@ class WorkTreeViews(Session):
 
     def _with_base(self, tree: dict[str, Any], rev: Revision, notes: list[str]) -> dict[str, Any]:
         """The base the answer stands on, and a warning when it is far behind the base branch."""
-        from ragraf.index.indexer import laid_over
-
         base = self._base_revision()
         if base is None:
             return tree
@@ -135,8 +133,7 @@ class WorkTreeViews(Session):
             and now - self._behind_cache[1] < 5
         ):
             return self._behind_cache[2]
-        from ragraf.corpus.gitrepo import commits_between
-        from ragraf.index.overlay import base_ref
+        from ragraf.corpus.gitrepo import base_ref, commits_between
 
         ref = base_ref(self.settings)
         found = (ref, commits_between(self.settings.root, commit, ref.commit)) if ref else None

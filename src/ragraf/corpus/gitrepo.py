@@ -9,11 +9,13 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from ragraf.corpus.discover import special_kind, unsafe_ignore_file, untracked_by_walk
 from ragraf.corpus.gitcmd import run_watched
-from ragraf.errors import RagrafError
+from ragraf.errors import ConfigError, RagrafError
+
+if TYPE_CHECKING:  # a read asks for the base branch; the listing rules load where files are listed
+    from ragraf.config import Settings
 
 
 class GitError(RagrafError):
@@ -71,6 +73,17 @@ def resolve_base(root: Path, configured: str = "") -> BaseRef | None:
     return None
 
 
+def base_ref(settings: Settings) -> BaseRef | None:
+    """The configured base branch (an error when it does not exist), else the remote HEAD, main, master."""
+    ref = resolve_base(settings.root, settings.base_branch)
+    if ref is None and settings.base_branch:
+        raise ConfigError(
+            f"base branch {settings.base_branch!r} does not exist in this repository",
+            suggest="set RAGRAF_BASE_BRANCH to an existing branch, or unset it to use the remote HEAD, main or master",
+        )
+    return ref
+
+
 def touched(root: Path, commit: str) -> list[str]:
     """Paths whose content in the work tree may differ from commit: changed on the branch since,
     staged, modified or deleted, and untracked files git does not ignore."""
@@ -92,6 +105,8 @@ def touched(root: Path, commit: str) -> list[str]:
         )
     # git blocks forever on an ignore file that is a FIFO or a device: looked at before it opens
     # one, and then the untracked files are found by the walk, whose ignore reader never blocks.
+    from ragraf.corpus.discover import unsafe_ignore_file, untracked_by_walk
+
     tracked = _names(_git(root, "ls-files", "-z", "--cached").stdout)
     if unsafe_ignore_file(root, tracked):
         others = untracked_by_walk(root, tracked)
@@ -245,6 +260,8 @@ def _feed(stdin: IO[bytes], blobs: list[str]) -> None:
 def checkout(common_dir: Path, tree: Path, commit: str) -> None:
     """Make tree hold exactly the commit's files, rewriting only those that differ (a private index
     next to the tree remembers what is there, so the repository's own index and HEAD are untouched)."""
+    from ragraf.corpus.discover import special_kind
+
     kind = special_kind(common_dir / "info" / "exclude")
     if kind is not None and kind not in ("a symlink", "a folder"):
         raise GitError(

@@ -8,10 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from ragraf.corpus.discover import dangling_link, special_kind
-from ragraf.corpus.extract import decode, looks_binary, sha256_text, strip_front_matter
 from ragraf.corpus.rules import is_secret
-from ragraf.corpus.secrets import opens_with_private_key, redact
 from ragraf.errors import PathOutsideRootError, UsageError
 
 MAX_READ_BYTES = 4 * 1024 * 1024
@@ -78,6 +75,8 @@ def _lines(text: str) -> list[str]:
 
 def broken_link_error(root: Path, rel: str) -> UsageError | None:
     """The error for a path that is a symlink leading nowhere, else None."""
+    from ragraf.corpus.discover import dangling_link
+
     link = dangling_link(root / rel)
     if link is None:
         return None
@@ -90,6 +89,11 @@ def broken_link_error(root: Path, rel: str) -> UsageError | None:
 def read_live(root: Path, path: str, start_line: int | None = None, end_line: int | None = None) -> LiveText:
     """The current text of a regular file inside the root (normalised as the indexer sees it). Of a
     file over the read limit only the asked lines are kept, when a range is given, without a hash."""
+    # The listing rules, the decoder and the secret patterns load with the first live read.
+    from ragraf.corpus.discover import special_kind
+    from ragraf.corpus.extract import decode, looks_binary, sha256_text, strip_front_matter
+    from ragraf.corpus.secrets import opens_with_private_key, redact
+
     rel, target = confine(root, path)
     try:
         st = os.stat(target)

@@ -48,6 +48,7 @@ from ragraf.store import (
     Revision,
     StatEntry,
     Store,
+    laid_over,
 )
 
 _BATCH_FILES = 200
@@ -237,11 +238,6 @@ def current_version(current: Revision | None, settings: Settings, model_id: str,
 
         static = static_tier_id(settings)
     return index_version(settings, model_id, dim or 0, static)
-
-
-def laid_over(rev: Revision) -> str | None:
-    """The base revision a view's revision was laid over (rev-0012 of rev-0012+wt-feature-x.3)."""
-    return rev.rev.split("+", 1)[0] if "+" in rev.rev else None
 
 
 def unchanged_report(current: Revision, t0: float, reason: str | None = None) -> IndexReport:

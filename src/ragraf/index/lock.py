@@ -7,7 +7,6 @@ import contextlib
 import fcntl
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -78,6 +77,8 @@ class WriterLock:
             self._leave_queue()
             raise
         os.ftruncate(fd, 0)
+        import socket  # the host name, for the holder's record: only a writer takes the lock
+
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),

@@ -18,16 +18,14 @@ from ragraf.corpus.gitrepo import (
     TreeChange,
     changes_between,
     checkout,
-    resolve_base,
     touched,
     tree_entries,
     tree_paths,
     write_blobs,
 )
-from ragraf.errors import ConfigError
 from ragraf.index.indexer import RACY_NS, IndexReport, current_version, run_index, unchanged_report
 from ragraf.index.progress import Progress
-from ragraf.store import Revision, StatEntry, Store
+from ragraf.store import Revision, StatEntry, Store, open_base
 
 RAGRAFIGNORE = ".ragrafignore"  # read from the tree itself: the base's copy is written out with the changes
 
@@ -55,12 +53,6 @@ def base_tree(settings: Settings) -> Path:
 
 def base_settings(settings: Settings) -> Settings:
     return dataclasses.replace(settings, root=base_tree(settings), view="")
-
-
-def open_base(settings: Settings) -> Store:
-    from ragraf.store.sqlite import SqliteStore
-
-    return SqliteStore(settings.db_path, create=True)
 
 
 def _remove_tree(tree: Path) -> None:
@@ -203,14 +195,3 @@ def seed_view(
         listed=(stamps, found),
         base_rev=seed.base.rev,
     )
-
-
-def base_ref(settings: Settings) -> BaseRef | None:
-    """The configured base branch (an error when it does not exist), else the remote HEAD, main, master."""
-    ref = resolve_base(settings.root, settings.base_branch)
-    if ref is None and settings.base_branch:
-        raise ConfigError(
-            f"base branch {settings.base_branch!r} does not exist in this repository",
-            suggest="set RAGRAF_BASE_BRANCH to an existing branch, or unset it to use the remote HEAD, main or master",
-        )
-    return ref

@@ -131,7 +131,9 @@ class IndexRuns(Session):
         progress: Progress,
     ) -> dict[str, object] | None:
         """A work tree's base: the base branch's head, indexed and embedded; None without a base branch."""
-        from ragraf.index.overlay import base_ref, open_base, update_base
+        from ragraf.corpus.gitrepo import base_ref
+        from ragraf.index.overlay import update_base
+        from ragraf.store import open_base
 
         if not self.settings.view or (ref := base_ref(self.settings)) is None:
             return None
