@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import run_cli, settled
+from support import init_git, run_cli, settled
 
 # Runs the CLI as `ragraf` would, then prints the loaded module names on the last line of stderr.
 WRAPPER = (
@@ -47,6 +47,24 @@ HEAVY = (
     "ragraf.embed.static",
     "ragraf.adapters.mcp_server",
     "ragraf.adapters.http_api",
+)
+# Nor, for a lookup of an unchanged tree (plain or a git work tree over its base), anything that
+# lists, hashes or indexes files, searches, watches or sets up agents.
+LOOKUP_NEVER = (
+    *HEAVY,
+    "ctypes",
+    "ragraf.index.overlay",
+    "ragraf.corpus.discover",
+    "ragraf.corpus.extract",
+    "ragraf.corpus.secrets",
+    "ragraf.search.engine",
+    "ragraf.search.localize",
+    "ragraf.search.report",
+    "ragraf.freshness.watch",
+    "ragraf.freshness.changes",
+    "ragraf.adapters.commands",
+    "ragraf.adapters.agent_setup",
+    "ragraf.adapters.render",
 )
 # An index run that finds nothing changed reads no file: no parser, no chunker, no embedder.
 INDEX_NEVER = (
@@ -114,6 +132,20 @@ def test_a_read_loads_no_parser_embedder_indexer_or_server(
     assert proc.returncode == 0, proc.stderr
     assert heavy_in(modules, HEAVY) == []
     assert "ragraf.api.index" in modules  # it did answer through the operations layer
+
+
+@pytest.mark.parametrize("git_repo", [False, True], ids=["folder", "git-work-tree"])
+def test_a_lookup_of_an_unchanged_tree_only_stats(sample: Path, tmp_path: Path, git_repo: bool) -> None:
+    if git_repo:
+        init_git(sample)
+    env = {"RAGRAF_HOME": str(tmp_path / "home"), "RAGRAF_EMBEDDER": "none"}
+    settled(sample)
+    assert run_cli("index", "-q", cwd=sample, env=env).returncode == 0
+    for command in (("def", "TCPConnector"), ("refs", "resolve_host"), ("status",)):
+        proc, modules = loaded(*command, cwd=sample, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "fresh" in proc.stdout
+        assert heavy_in(modules, LOOKUP_NEVER) == [], command
 
 
 def test_a_read_answers_as_before(indexed: tuple[Path, dict[str, str]]) -> None:
