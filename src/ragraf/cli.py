@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ragraf import __version__
 from ragraf.adapters.terminal import CHOICES, colour_wanted, paint, paint_error
 from ragraf.api.render import (
     render_drift,
@@ -148,7 +149,7 @@ _ADAPTER_COMMANDS = ("serve", "watch", "mcp", "mcp-config")  # adapters/commands
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="ragraf")
+@click.version_option(__version__, package_name="ragraf")  # no package metadata lookup
 def main() -> None:
     """ragraf: an honest, fast knowledge index of a code repository for AI coding agents.
 
