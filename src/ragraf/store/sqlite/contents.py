@@ -89,7 +89,12 @@ class ContentsMixin:
                 "INSERT INTO chunks (id, content_id, ord, start_line, end_line, symbol, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 chunks,
             )
-            db.executemany("INSERT INTO pending_fts (chunk_id, body, symbol) VALUES (?, ?, ?)", pending)
+            # A store without a revision answers nothing, so its lexical rows need not wait: they go
+            # straight into chunks_fts (each body written once, not also into and out of pending_fts),
+            # and the commit of its first revision drops those it does not name (a killed run's).
+            first = db.execute("SELECT NOT EXISTS (SELECT 1 FROM revisions)").fetchone()[0]
+            lexical = "chunks_fts (rowid, body, symbol)" if first else "pending_fts (chunk_id, body, symbol)"
+            db.executemany(f"INSERT INTO {lexical} VALUES (?, ?, ?)", pending)
             # each name of a definition or a use numbered once (schema 16): a repo map reads the numbers
             named = {f[2] for f in facts if f[1] == "def"} | {r[1] for r in refs}
             db.executemany("INSERT OR IGNORE INTO names (name) VALUES (?)", [(n,) for n in named])

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 
 from ragraf.store.base import LIVE_REV, DriftEvent, ManifestEntry, NewRevision, Revision
 from ragraf.store.columns import LEDGER_COLUMNS, REVISION_COLUMNS
-from ragraf.store.sqlite.sql import _current, _move_rows
+from ragraf.store.sqlite.sql import _current, _delete_rows, _move_rows
 
 
 class RevisionsMixin:
@@ -81,6 +81,7 @@ class RevisionsMixin:
                 chunks = db.execute("SELECT chunks FROM revisions WHERE rev_no = ?", (prior,)).fetchone()[0]
                 n_chunks = chunks + _chunks_of(db, set(came)) - _chunks_of(db, set(gone))
             name = self._revision_name(db, nxt, new.base_rev)
+            first = db.execute("SELECT NOT EXISTS (SELECT 1 FROM revisions)").fetchone()[0]
             db.execute(
                 f"INSERT INTO revisions ({REVISION_COLUMNS}, view) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -109,6 +110,9 @@ class RevisionsMixin:
                 f"WHERE chunk_id IN ({listed})"
             )
             db.execute(f"DELETE FROM pending_fts WHERE chunk_id IN ({listed})")
+            if first:  # add_contents wrote its lexical rows straight in: those of contents it leaves out go
+                stray = "SELECT k.id FROM chunks k WHERE k.content_id NOT IN (SELECT id FROM temp.commit_ids)"
+                _delete_rows(db, "chunks_fts", [r[0] for r in db.execute(stray)])
             _move_rows(db, "chunks_fts_retained", "chunks_fts", listed, ())
             db.execute("DELETE FROM temp.commit_ids")
             left = [(i,) for i in gone if db.execute(_current("?"), (i,)).fetchone() is None]

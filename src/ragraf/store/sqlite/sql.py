@@ -87,6 +87,8 @@ def _move_rows(
 ) -> None:
     """Move the lexical rows of the chunks the rowids query selects from one FTS table to the other
     (those the source does not hold are left alone)."""
+    if db.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {source})").fetchone()[0]:
+        return  # nothing to move (a first revision's 100,000 chunks were each looked up in vain)
     ids = [r[0] for r in db.execute(rowids, args).fetchall()]
     rows = _delete_rows(db, source, ids)
     db.executemany(f"INSERT INTO {target} (rowid, body, symbol) VALUES (?, ?, ?)", rows)
