@@ -77,11 +77,9 @@ class WriterLock:
             self._leave_queue()
             raise
         os.ftruncate(fd, 0)
-        import socket  # the host name, for the holder's record: only a writer takes the lock
-
         info = {
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": os.uname().nodename,  # gethostname(), without loading socket
             "command": " ".join(sys.argv[:3]),
             "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
