@@ -140,3 +140,20 @@ def test_lines_starting_with_a_hash_inside_strings_are_not_taken_for_a_comment_r
         assert not tree.root_node.has_error
         facts = extract_facts(text, "python", tree=tree)
         assert [(d.name, d.line, d.end_line) for d in facts.definitions] == expected
+
+
+def test_a_line_of_one_huge_expression_is_one_span_without_splitting_its_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragraf.chunking import syntax
+
+    expression = " + ".join(f"x{i}**{i % 7}*y{i}" for i in range(2_000))  # 30,000 characters
+    text = "def f(x, y):\n    return 1\n\n\nbig = " + expression + "\n\n\ndef g():\n    return 2\n"
+    calls = []
+    split = syntax._split
+    monkeypatch.setattr(syntax, "_split", lambda node, *rest: calls.append(node.type) or split(node, *rest))
+    chunks = chunk_text(text, "python", 1500, 250)
+    lines = text.split("\n")
+    assert [c.text for c in chunks] == ["\n".join(lines[c.start_line - 1 : c.end_line]) for c in chunks]
+    assert [c.text for c in chunks if expression in c.text] == ["big = " + expression]
+    assert len(calls) <= 3  # the module, the line's statement: not each of its 10,000 nodes

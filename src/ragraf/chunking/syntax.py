@@ -73,7 +73,9 @@ def _end_row(node: Any) -> int:
 def _split(node: Any, sizes: LineSizes, max_chars: int, min_chars: int) -> list[tuple[int, int]]:
     """Spans of one node: itself when it fits, else its children's spans merged among themselves."""
     start, end = node.start_point[0], _end_row(node)
-    if sizes.size(start, end) <= max_chars:
+    # A line never splits: a node on one line is that line, however long (below it, every node of a
+    # 10,000-character line of one expression was split in turn, each to the same line).
+    if start == end or sizes.size(start, end) <= max_chars:
         return [(start, end)]
     if node.child_count == 0:
         return windows(start, end, sizes, max_chars)
@@ -84,7 +86,7 @@ def _split(node: Any, sizes: LineSizes, max_chars: int, min_chars: int) -> list[
         first = child.start_point[0]
         row, column = child.end_point
         last = row - 1 if column == 0 and row > first else row
-        if prefix[last + 1] - prefix[first] <= max_chars:
+        if first == last or prefix[last + 1] - prefix[first] <= max_chars:
             pieces.append((first, last))
         else:
             pieces.extend(_split(child, sizes, max_chars, min_chars))
