@@ -260,15 +260,43 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size: a page shared by n processes counts 1/n in each, so PSS sums across
+    a tree where RSS counts a shared page (the interpreter, libraries) once per process."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _io_counters(pid: int) -> dict[str, int]:
+    """/proc/PID/io: write_bytes (what the process caused to be written to storage), wchar (what it
+    passed to write calls) and their read counterparts."""
+    out: dict[str, int] = {}
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            name, value = line.split(":")
+            out[name] = int(value)
+    return out
+
+
 @dataclass
 class TreeRss:
-    """Polls the resident memory of a process and all its descendants (summed) until stopped."""
+    """Polls the resident memory of a process and all its descendants (summed) until stopped: RSS
+    (a page shared by a fork counted in each process) and PSS (shared pages split between their
+    processes: the honest sum), the main process and the rest apart, and the main process's I/O
+    counters at the last poll."""
 
     pid: int
     interval_s: float = 0.1
     peak_total: int = 0
     peak_single: int = 0
     peak_processes: int = 0
+    peak_main: int = 0
+    peak_others: int = 0  # the descendants' RSS summed (workers, the resource tracker)
+    peak_pss_total: int = 0
+    main_io: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -284,6 +312,10 @@ class TreeRss:
             self.peak_total = max(self.peak_total, sum(sizes))
             self.peak_single = max(self.peak_single, max(sizes, default=0))
             self.peak_processes = max(self.peak_processes, len([s for s in sizes if s]))
+            self.peak_main = max(self.peak_main, sizes[0] if sizes else 0)
+            self.peak_others = max(self.peak_others, sum(sizes[1:]))
+            self.peak_pss_total = max(self.peak_pss_total, sum(_pss_bytes(p) for p in pids))
+            self.main_io = _io_counters(self.pid) or self.main_io
             self._stop.wait(self.interval_s)
 
     def stop(self) -> None:

@@ -422,6 +422,16 @@ def measured_index(root: Path, env: dict[str, str], *extra: str) -> dict[str, An
         "reported_s": report.get("duration_s"),
         "peak_rss_mib": round(sampler.peak_total / 2**20, 1),
         "peak_rss_single_process_mib": round(sampler.peak_single / 2**20, 1),
+        # RSS counts the pages a worker shares with others (the interpreter, libraries) in each
+        # process; PSS splits them, so its sum over the tree is what the machine holds.
+        "peak_pss_mib": round(sampler.peak_pss_total / 2**20, 1),
+        "peak_rss_main_mib": round(sampler.peak_main / 2**20, 1),
+        "peak_rss_workers_mib": round(sampler.peak_others / 2**20, 1),
+        # What the tree caused to be written to storage (the kernel's count of dirtied pages, in
+        # 512-byte blocks), and the main process's writes as of the last poll.
+        "write_mib": round((after.ru_oublock - before.ru_oublock) * 512 / 2**20, 1),
+        "main_write_mib": round(sampler.main_io.get("write_bytes", 0) / 2**20, 1),
+        "main_wchar_mib": round(sampler.main_io.get("wchar", 0) / 2**20, 1),
         "processes": sampler.peak_processes,
         "report": {
             k: report.get(k)

@@ -9,10 +9,11 @@ import signal
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from itertools import accumulate, repeat
+from itertools import accumulate, islice
 from pathlib import Path
 
 from ragraf.chunking import SymbolSpan, chunk_text, parse
@@ -178,9 +179,7 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
             batch = range(start, end)
             try:
                 with _pool(workers, method) as pool:
-                    for bundle in pool.map(
-                        _prepare_in_time, [tasks[i] for i in batch], repeat(marks), batch, chunksize=_CHUNK
-                    ):
+                    for bundle in _in_order(pool, tasks, marks, batch, workers):
                         yield bundle
                         start += 1
             except BrokenProcessPool:
@@ -193,6 +192,35 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
                     # With no job under way the worker was lost otherwise: the next job goes
                     # alone, so every round moves on.
                     alone |= under_way or {start}
+
+
+def _prepare_chunk(
+    jobs: list[tuple[ContentKey, str, Settings]], marks: Path, first: int
+) -> list[ContentBundle | None]:
+    return [_prepare_in_time(job, marks, first + k) for k, job in enumerate(jobs)]
+
+
+def _in_order(
+    pool: ProcessPoolExecutor,
+    tasks: list[tuple[ContentKey, str, Settings]],
+    marks: Path,
+    batch: range,
+    workers: int,
+) -> Iterator[ContentBundle | None]:
+    """The bundles of tasks[batch], in order, _CHUNK jobs a submission with a few submissions
+    ahead of the caller: Executor.map would submit them all at once, and bundles done before the
+    caller (the writes to the index) takes them would pile up in this process, the whole
+    repository's chunks and facts at worst."""
+    ahead = workers * 4
+    pending: deque[Future[list[ContentBundle | None]]] = deque()
+    starts = iter(range(batch.start, batch.stop, _CHUNK))
+    while True:
+        for first in islice(starts, ahead - len(pending)):
+            last = min(first + _CHUNK, batch.stop)
+            pending.append(pool.submit(_prepare_chunk, tasks[first:last], marks, first))
+        if not pending:
+            return
+        yield from pending.popleft().result()
 
 
 def _prepare_alone(task: tuple[ContentKey, str, Settings], method: str) -> ContentBundle | None:
