@@ -48,13 +48,13 @@ def test_focus_ranks_around_a_path(project: Path) -> None:
 
 def test_the_ranking_is_computed_once_per_revision_and_focus(project: Path, monkeypatch) -> None:
     calls = []
-    real = graph_ops.rank_files
+    real = graph_ops.rank_columns
 
     def counting(*args, **kwargs):
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(graph_ops, "rank_files", counting)
+    monkeypatch.setattr(graph_ops, "rank_columns", counting)
     graph_ops._MAPS.clear()
     with Index.open(project) as idx:
         first = idx.repo_map()
@@ -109,6 +109,10 @@ def _framed(body: bytes) -> bytes:  # what the cache's digest accepts
     return hashlib.sha1(body).digest() + body
 
 
+def _miscounted(columns: dict) -> dict:  # a first file claiming one definition more than it has
+    return {**columns, "counts": [columns["counts"][0] + 1, *columns["counts"][1:]]}
+
+
 @pytest.mark.parametrize(
     "damaged",
     [
@@ -118,8 +122,9 @@ def _framed(body: bytes) -> bytes:  # what the cache's digest accepts
         lambda good: _framed(marshal.dumps([1, 2])),  # well framed, not a ranking's columns
         lambda good: _framed(marshal.dumps({"paths": ["pkg/api.py"]})),
         lambda good: _framed(b"[\xff\xff\xff\x7f"),  # marshal's list of 2**31 items, then nothing
+        lambda good: _framed(marshal.dumps(_miscounted(marshal.loads(good[20:])))),
     ],
-    ids=["empty", "cut", "flipped", "list", "short_columns", "bad_marshal"],
+    ids=["empty", "cut", "flipped", "list", "short_columns", "bad_marshal", "miscounted"],
 )
 def test_a_cached_map_that_does_not_read_back_is_ranked_again(project: Path, damaged) -> None:
     graph_ops._MAPS.clear()
@@ -133,7 +138,7 @@ def test_a_cached_map_that_does_not_read_back_is_ranked_again(project: Path, dam
     with Index.open(project) as idx:
         assert idx.repo_map().results == first
     assert cached[0].read_bytes() == good  # written again, whole
-    assert repomap.from_bytes(good)[0].path == first[0]["path"]
+    assert repomap.from_bytes(good)["paths"][0] == first[0]["path"]
 
 
 def test_a_maps_reading_of_definitions_is_one_index_alone_and_no_other_plan_uses_it(project: Path) -> None:

@@ -14,7 +14,7 @@ import hashlib
 import marshal
 from functools import partial
 from itertools import accumulate, chain, repeat
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ragraf.languages import is_test_path
 from ragraf.store import Store
@@ -28,6 +28,9 @@ SYMBOLS_PER_FILE = 8
 _KINDS = frozenset(
     {"function", "method", "class", "struct", "interface", "trait", "enum", "type", "constant"}
 )
+
+
+Columns = dict[str, list[Any]]  # a ranking as pack gives it: per file, then per definition
 
 
 class RankedDef(NamedTuple):  # a tuple: a map makes tens of thousands
@@ -47,22 +50,29 @@ class RankedFile(NamedTuple):
 
 def rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
     """Every file with definitions, most central first, with its key definitions (at most
-    SYMBOLS_PER_FILE, the most used first). The store's rows become integer columns once (a path and
-    a name are numbers from then on); the edges, the rank and each definition's share are array
-    arithmetic, with no Python step per use or per edge."""
+    SYMBOLS_PER_FILE, the most used first): `rank_columns`' ranking, one tuple per definition."""
+    return unpack(rank_columns(store, rev_no, focus))
+
+
+def rank_columns(store: Store, rev_no: int, focus: list[str]) -> Columns:
+    """The ranking `rank_files` gives, as `pack`'s columns: a few flat lists, not a tuple per
+    definition (tens of thousands of objects the collector would track, whose making sets off its
+    walks over all a warm process holds). The store's rows become integer columns once (a path
+    and a name are numbers from then on); the edges, the rank and each definition's share are
+    array arithmetic, with no Python step per use or per edge."""
     # The reading makes a few hundred thousand strings and no cycle: the collector, run every
     # few thousand of them, would walk everything a warm process holds (its graphs' memos) to
     # free nothing.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _rank_files(store, rev_no, focus)
+        return _rank_columns(store, rev_no, focus)
     finally:
         if enabled:
             gc.enable()
 
 
-def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]:
+def _rank_columns(store: Store, rev_no: int, focus: list[str]) -> Columns:
     import numpy as np  # a map's arithmetic; numpy is not loaded for other operations
 
     facts = store.map_facts(rev_no, _KINDS)
@@ -108,7 +118,7 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     listed[e_src] = True
     files = sorted(paths[i] for i in np.flatnonzero(listed).tolist())
     if not files:
-        return []
+        return pack([])
     at = {f: i for i, f in enumerate(files)}
     file_of = np.full(len(paths), -1, dtype=np.int64)
     file_of[np.flatnonzero(listed)] = [at[paths[i]] for i in np.flatnonzero(listed).tolist()]
@@ -133,22 +143,24 @@ def _rank_files(store: Store, rev_no: int, focus: list[str]) -> list[RankedFile]
     sorted_file = d_file[order]
     group = np.searchsorted(sorted_file, sorted_file)  # where each file's definitions begin
     kept = order[np.arange(len(order)) - group < SYMBOLS_PER_FILE]
-    # the kept definitions, file by file: each column picked at once, each file a slice of them
-    k_file, rows = d_file[kept], d_row[kept].tolist()
-    k_name = list(map(facts.names.__getitem__, d_name[kept].tolist()))
+    # the files with kept definitions, most central first (then by path: files are numbered in
+    # path order), and their kept definitions file after file, each column picked at once
+    k_file = d_file[kept]
+    starts = np.flatnonzero(np.diff(k_file, prepend=-1))
+    counts = np.diff(np.append(starts, len(kept)))
+    by_rank = np.lexsort((k_file[starts], -rank[k_file[starts]]))
+    f_ids, starts, counts = k_file[starts][by_rank], starts[by_rank], counts[by_rank]
+    picked = kept[np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(len(kept))]
+    rows = d_row[picked].tolist()
+    names = list(map(facts.names.__getitem__, d_name[picked].tolist()))
     signatures = [
-        (s or n).strip() for s, n in zip(map(facts.def_signature.__getitem__, rows), k_name, strict=True)
+        (s or n).strip() for s, n in zip(map(facts.def_signature.__getitem__, rows), names, strict=True)
     ]
-    k_kind, k_path = map(facts.def_kind.__getitem__, rows), map(files.__getitem__, k_file.tolist())
-    columns = zip(k_name, k_kind, k_path, line[kept].tolist(), signatures, score[kept].tolist(), strict=True)
-    symbols = list(map(partial(tuple.__new__, RankedDef), columns))  # RankedDef(*row), made in C
-    starts = np.flatnonzero(np.diff(k_file, prepend=-1)).tolist()
-    ranks = rank.tolist()
-    ranked = [
-        RankedFile(files[f], ranks[f], tuple(symbols[a:b]))
-        for f, a, b in zip(k_file[starts].tolist(), starts, [*starts[1:], len(symbols)], strict=True)
-    ]
-    return sorted(ranked, key=lambda f: (-f.rank, f.path))
+    return {
+        "paths": list(map(files.__getitem__, f_ids.tolist())), "ranks": rank[f_ids].tolist(),
+        "counts": counts.tolist(), "names": names, "kinds": list(map(facts.def_kind.__getitem__, rows)),
+        "lines": line[picked].tolist(), "signatures": signatures, "scores": score[picked].tolist(),
+    }  # fmt: skip
 
 
 def _slots(np, contents, keys):  # type: ignore[no-untyped-def]
@@ -215,7 +227,7 @@ def _pagerank(n: int, src, dst, w, personal):  # type: ignore[no-untyped-def]
     return rank
 
 
-def pack(files: list[RankedFile]) -> dict[str, list]:  # type: ignore[type-arg]
+def pack(files: list[RankedFile]) -> Columns:
     """A ranking as columns, for the map's cache (JSON of a few flat lists reads back in half the
     time one list per definition takes); `unpack` makes it again, equal to what was packed."""
     symbols = [s for f in files for s in f.symbols]
@@ -229,7 +241,7 @@ def pack(files: list[RankedFile]) -> dict[str, list]:  # type: ignore[type-arg]
     }  # fmt: skip
 
 
-def unpack(packed: dict[str, list]) -> list[RankedFile]:  # type: ignore[type-arg]
+def unpack(packed: Columns) -> list[RankedFile]:
     """The ranking `pack` gave these columns (KeyError, TypeError or ValueError if they are not its)."""
     paths, counts = packed["paths"], packed["counts"]
     held = chain.from_iterable(map(repeat, paths, counts))  # each definition's path: its file's
@@ -242,29 +254,57 @@ def unpack(packed: dict[str, list]) -> list[RankedFile]:  # type: ignore[type-ar
     ]
 
 
-def to_bytes(files: list[RankedFile]) -> bytes:
-    """A ranking as the map's cache holds it: `pack`'s columns marshalled (a tenth of JSON's writing
+def _file(packed: Columns, i: int, end: int) -> RankedFile:
+    """The i-th file of a ranking's columns, whose definitions end at `end`."""
+    start = end - packed["counts"][i]
+    path, picks = packed["paths"][i], slice(start, end)
+    columns = (packed[k][picks] for k in ("names", "kinds", "lines", "signatures", "scores"))
+    names, kinds, lines, signatures, scores = columns
+    rows = zip(names, kinds, repeat(path, end - start), lines, signatures, scores, strict=True)
+    return RankedFile(path, packed["ranks"][i], tuple(map(partial(tuple.__new__, RankedDef), rows)))
+
+
+def first_files(packed: Columns, n: int) -> Columns:
+    """A ranking's columns cut to its first n files."""
+    ends = sum(packed["counts"][:n])
+    return {k: packed[k][: n if k in _PER_FILE else ends] for k in (*_PER_FILE, *_PER_DEFINITION)}
+
+
+def to_bytes(packed: Columns) -> bytes:
+    """A ranking's columns as the map's cache holds them: marshalled (a tenth of JSON's writing
     time, a third of its reading), after their SHA-1, so a file cut short or damaged is told apart."""
-    body = marshal.dumps(pack(files))
+    body = marshal.dumps(packed)
     return hashlib.sha1(body).digest() + body
 
 
-def from_bytes(data: bytes) -> list[RankedFile]:
-    """The ranking `to_bytes` gave these bytes; ValueError if they are not what it wrote."""
+_PER_FILE, _PER_DEFINITION = ("paths", "ranks", "counts"), ("names", "kinds", "lines", "signatures", "scores")
+
+
+def from_bytes(data: bytes) -> Columns:
+    """The columns `to_bytes` gave these bytes; ValueError if they are not what it wrote."""
     digest, body = data[:20], data[20:]
     if len(digest) < 20 or hashlib.sha1(body).digest() != digest:
         raise ValueError("not a cached map: its digest does not match")
     try:
-        return unpack(marshal.loads(body))
+        packed = marshal.loads(body)
+        files, counts = len(packed["paths"]), packed["counts"]
+        columns = [packed[k] for k in (*_PER_FILE, *_PER_DEFINITION)]
+        shaped = all(type(c) is list for c in columns) and all(type(n) is int and n >= 0 for n in counts)
+        lengths = {len(c) for c in columns[:3]}, {len(c) for c in columns[3:]}
+        if not shaped or lengths != ({files}, {sum(counts)}):
+            raise ValueError("not a cached map: its columns do not add up")
     except (EOFError, KeyError, TypeError) as e:  # the digest matched: another version's columns
         raise ValueError(f"not a cached map: {e}") from e
+    return packed
 
 
-def fit_budget(files: list[RankedFile], budget_tokens: int) -> tuple[list[RankedFile], int]:
-    """The files, best first, with their key signatures, as many as fit the budget; and how many did not."""
+def fit_budget(packed: Columns, budget_tokens: int) -> tuple[list[RankedFile], int]:
+    """The files of a ranking's columns, best first, with their key signatures, as many as fit
+    the budget; and how many did not. Only the files it reaches are made into tuples."""
     room = budget_tokens * CHARS_PER_TOKEN
     kept: list[RankedFile] = []
-    for i, f in enumerate(files):
+    files = packed["paths"]
+    for i, f in enumerate(map(partial(_file, packed), range(len(files)), accumulate(packed["counts"]))):
         cost = len(f.path) + 1
         symbols = []
         for s in f.symbols[:SYMBOLS_PER_FILE]:

@@ -34,7 +34,7 @@ from ragraf.facts.impact import (
 )
 from ragraf.facts.lookup import find_definitions
 from ragraf.facts.related import definition_at, related
-from ragraf.facts.repomap import RankedFile, fit_budget, from_bytes, rank_files, to_bytes
+from ragraf.facts.repomap import Columns, first_files, fit_budget, from_bytes, rank_columns, to_bytes
 from ragraf.freshness.guard import DriftSet
 from ragraf.freshness.live_read import confine, parse_spec
 
@@ -42,8 +42,8 @@ MAX_ROOTS = 20  # definitions of one name followed at once
 MAX_RELATED = 50
 MAP_BUDGET = 1024  # tokens of a repo map
 MAP_CACHED_FILES = 3000
-MAP_FORMAT = 3  # a cached map is repomap.to_bytes: pack's columns marshalled (its version in the key)
-_MAPS: dict[str, list[RankedFile]] = {}  # this process's maps, by revision and focus
+MAP_FORMAT = 3  # a cached map is repomap.to_bytes: the ranking's columns marshalled (its version in the key)
+_MAPS: dict[str, Columns] = {}  # this process's rankings, by revision and focus
 IMPACT_DEPTH = 10  # a test reaches library code through its runner: 8 hops in click
 IMPACT_BUDGET = 1000
 MAX_TESTS = 10  # test files and tests listed by impact; the rest are counted
@@ -114,7 +114,7 @@ class GraphOps(Guarded):
             env.notes.append(f"nothing in the index matches the focus {focus}: the map is unfocused")
         return env
 
-    def _ranked(self, rev_no: int, corpus_hash: str, focus: list[str]) -> tuple[list[RankedFile], bool]:
+    def _ranked(self, rev_no: int, corpus_hash: str, focus: list[str]) -> tuple[Columns, bool]:
         key = hashlib.sha1(
             json.dumps([corpus_hash, sorted(focus), MAP_FORMAT, marshal.version]).encode()
         ).hexdigest()[:20]
@@ -128,12 +128,12 @@ class GraphOps(Guarded):
             return ranked, True
         except (OSError, ValueError):
             pass  # none yet, or not what to_bytes wrote (cut short, damaged): ranked again
-        ranked = rank_files(self.store(), rev_no, focus)
+        ranked = rank_columns(self.store(), rev_no, focus)
         _MAPS[key] = ranked
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(to_bytes(ranked[:MAP_CACHED_FILES]))
+            tmp.write_bytes(to_bytes(first_files(ranked, MAP_CACHED_FILES)))
             tmp.replace(path)
         except OSError:
             pass  # a map not cached is only slower next time
