@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ragraf.api import Envelope
-from ragraf.api.changes_format import as_text
 from ragraf.api.render import (
     printable,
     render_drift,
@@ -121,6 +120,8 @@ def render_envelope(env: Envelope, budget_bytes: int) -> str:
     elif op == "revisions":
         text = render_revisions(env)
     elif op == "changes" and env.results and not env.error:
+        from ragraf.api.changes_format import as_text  # html and its entities: for a change report only
+
         text = "\n".join(_header(env.to_dict()) + [as_text(env.results[0])])
     else:
         text = _render_generic(env, budget_bytes)
