@@ -6,7 +6,6 @@ like any index, by its own stat cache."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +55,8 @@ def base_settings(settings: Settings) -> Settings:
 
 
 def _remove_tree(tree: Path) -> None:
+    import shutil  # it loads bz2 and lzma: only when a base checkout is removed
+
     shutil.rmtree(tree, ignore_errors=True)
     tree.with_name(tree.name + ".gitindex").unlink(missing_ok=True)
 
