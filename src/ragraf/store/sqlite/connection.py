@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError
+from ragraf.store.sqlite.bulk import restore_indexes
 from ragraf.store.sqlite.integrity import seal, unchanged_since_sealed
 from ragraf.store.sqlite.migrations import APPLICATION_ID, COMPACT_FROM, MIGRATIONS
 from ragraf.store.sqlite.sql import pack_text, rebuild_lexical
@@ -92,6 +93,8 @@ class ConnectionBase:
                 self.db.execute("PRAGMA auto_vacuum = INCREMENTAL")
             self.db.execute("PRAGMA journal_mode = WAL")
             with self.transaction():
+                if version:
+                    restore_indexes(self.db)  # a killed first index deferred them: as the schema says first
                 for number in range(version, len(MIGRATIONS)):
                     for statement in _statements(MIGRATIONS[number]):
                         self.db.execute(statement)

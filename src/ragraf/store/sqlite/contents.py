@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from ragraf.store.base import ChunkHit, ContentBundle, ContentKey
+from ragraf.store.sqlite.bulk import defer_indexes
 from ragraf.store.sqlite.sql import pack_text, unpack_text
 
 _CURRENT_FTS = (
@@ -93,6 +94,8 @@ class ContentsMixin:
             # straight into chunks_fts (each body written once, not also into and out of pending_fts),
             # and the commit of its first revision drops those it does not name (a killed run's).
             first = db.execute("SELECT NOT EXISTS (SELECT 1 FROM revisions)").fetchone()[0]
+            if first:
+                defer_indexes(db)  # made once when the first revision commits (bulk.py)
             lexical = "chunks_fts (rowid, body, symbol)" if first else "pending_fts (chunk_id, body, symbol)"
             db.executemany(f"INSERT INTO {lexical} VALUES (?, ?, ?)", pending)
             # each name of a definition or a use numbered once (schema 16): a repo map reads the numbers

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 
 from ragraf.store.base import LIVE_REV, DriftEvent, ManifestEntry, NewRevision, Revision
 from ragraf.store.columns import LEDGER_COLUMNS, REVISION_COLUMNS
+from ragraf.store.sqlite.bulk import restore_indexes
 from ragraf.store.sqlite.sql import _current, _delete_rows, _move_rows
 
 
@@ -61,6 +62,7 @@ class RevisionsMixin:
         """Insert the revision and its manifest in one transaction: visible whole or not at all."""
         created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         with self.transaction() as db:
+            restore_indexes(db)  # a first index's bulk load deferred them (bulk.py)
             nxt = db.execute(
                 "SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'revisions'"
             ).fetchone()[0]
