@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -17,6 +19,34 @@ _RETAINED_FTS = (
     "SELECT rowid AS id, bm25(chunks_fts_retained, 1.0, 4.0) AS score FROM chunks_fts_retained "
     "WHERE chunks_fts_retained MATCH ?"
 )
+
+_TERM = re.compile(r'"((?:[^"]|"")*)"')
+# FTS5's bm25 constants: no chunk gets more than idf * (K1 + 1) from one term, whatever its weights.
+_K1 = 1.2
+# Rows the common terms of a query must match before it is answered in two steps (below, the one
+# statement is as cheap); tests lower it.
+PRUNE_ROWS = 20_000
+
+
+def _varint(blob: bytes) -> int:
+    """The first SQLite varint of a blob (FTS5's averages record opens with the number of rows)."""
+    value = 0
+    for byte in blob[:9]:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value
+
+
+def _any(terms: list[str]) -> str:
+    """An FTS5 MATCH string OR-ing terms as _TERM found them (quotes inside still doubled)."""
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def _idf(rows: int, hits: int) -> float:
+    """FTS5's bm25 IDF of a phrase matching `hits` of `rows` rows."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
 
 
 class ContentsMixin:
@@ -132,6 +162,9 @@ class ContentsMixin:
 
     def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
         """BM25 over chunk text and symbols, restricted to the chunks of one revision."""
+        found = self._lexical_pruned(match, rev_no, limit)
+        if found is not None:
+            return found
         # The current revisions (one per view) share the lexical index, so over-fetch before the
         # manifest filter; an older revision also needs the rows of what it alone still names. One
         # statement, so a commit in between cannot move rows out from under the question.
@@ -145,3 +178,64 @@ class ContentsMixin:
             (match, match, rev_no, limit * 3 + 20, rev_no, limit),
         ).fetchall()
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), float(r[6]), r[7]) for r in rows]
+
+    def _lexical_pruned(self, match: str, rev_no: int, limit: int) -> list[ChunkHit] | None:
+        """The same answer as the one statement, scoring only the rows holding a query's rarer terms;
+        None when that cannot be shown to be the same (then the one statement answers).
+
+        FTS5 scores every row a term matches (a common word matches a fifth of a large repository's
+        chunks), and a row gets at most idf * (K1 + 1) from a term. So the rows holding none of the
+        rare terms score at most the sum of the common terms' bounds; when the rows holding a rare
+        term already fill the pool with scores better than that, the others cannot enter it. Those
+        rows are scored by the whole query, the common terms made to count nothing for rows holding
+        none of the rare ones (`ALL NOT (COMMON NOT RARE)`: a phrase under NOT adds 0.0 to a row's
+        score), so each score is the very one the one statement gives.
+        """
+        terms = _TERM.findall(match)
+        if len(terms) < 2 or _TERM.sub("", match).replace(" OR ", "").strip():
+            return None
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        head = self.db.execute(
+            "SELECT (SELECT block FROM chunks_fts_data WHERE id = 1), "
+            "? IN (SELECT max(rev_no) FROM revisions GROUP BY view)"
+            + ", (SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?)"
+            * len(terms),
+            (rev_no, *(_any([t]) for t in terms)),
+        ).fetchone()
+        block, current, hits = head[0], head[1], dict(zip(terms, head[2:], strict=True))
+        if not current or not isinstance(block, bytes):
+            return None  # an older revision also reads the retained rows
+        rows = _varint(block)
+        pool = limit * 3 + 20
+        order = sorted(terms, key=lambda t: (hits[t], t))
+        most = {t: _idf(rows, hits[t]) * (_K1 + 1) for t in terms}
+        tries = 2
+        for rare in range(1, len(terms)):
+            common = order[rare:]
+            bound = sum(most[t] for t in common) * (1 + 1e-9)
+            # Common terms that could give a row over half the best score a row could get are
+            # rarely outscored by a pool's worst (at 100,000 files, skipping such splits halved p95).
+            if sum(hits[t] for t in order[:rare]) < pool or bound > sum(most.values()) / 2:
+                continue
+            if sum(hits[t] for t in common) < PRUNE_ROWS or tries == 0:
+                break
+            tries -= 1
+            pruned = f"({match}) NOT (({_any(common)}) NOT ({_any(order[:rare])}))"
+            found = self.db.execute(
+                "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score "
+                "  FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?) "
+                "SELECT c.id, m.path, c.start_line, c.end_line, c.symbol, c.text, -hits.score, m.sha256, "
+                "  (SELECT count(*) FROM hits), (SELECT max(score) FROM hits) "
+                "FROM hits JOIN chunks c ON c.id = hits.id "
+                "JOIN manifest m ON m.content_id = c.content_id AND m.rev_no = ? "
+                "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
+                (pruned, pool, rev_no, limit),
+            ).fetchall()
+            if not found or found[0][8] < pool or -found[0][9] <= bound:
+                continue  # the rows holding a rare term cannot show it: count one more term rare
+            if self.db.execute("PRAGMA data_version").fetchone()[0] != version:
+                return None  # another connection committed in between: the counts may be another state's
+            return [
+                ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), float(r[6]), r[7]) for r in found
+            ]
+        return None
