@@ -126,15 +126,20 @@ class _Manifest:
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
     path_search._CACHE.clear()
+    path_search.BUILDS.clear()
 
 
-def test_a_process_first_search_joins_the_paths_and_a_second_builds_the_index() -> None:
+def test_a_process_first_search_joins_the_paths_and_a_second_builds_the_index_beside_it() -> None:
     store = _Manifest([f"pkg/module_{i}.py" for i in range(40)] + ["pkg/aliases.py"])
     first = path_index(store, 1)  # type: ignore[arg-type]
+    # The second search starts the build in a thread; the joined paths answer until it is done.
+    assert path_index(store, 1) is first and isinstance(first, JoinedPaths)  # type: ignore[arg-type]
+    assert len(path_search.BUILDS) == 1 and path_search.BUILDS[0][0] is first
+    path_search.BUILDS[0][1].join(timeout=60)
     second = path_index(store, 1)  # type: ignore[arg-type]
-    assert isinstance(first, JoinedPaths) and isinstance(second, PathIndex)
+    assert isinstance(second, PathIndex) and second == PathIndex.build(store.paths)
     assert path_index(store, 1) is second  # type: ignore[arg-type]
-    assert store.reads == 1
+    assert store.reads == 1 and len(path_search.BUILDS) == 1  # one build, one read of the manifest
     # The next revision's index is derived from this one's while few paths differ.
     store.paths = [*store.paths[1:], "pkg/alias_generators.py"]
     third = path_index(store, 2)  # type: ignore[arg-type]
@@ -143,3 +148,18 @@ def test_a_process_first_search_joins_the_paths_and_a_second_builds_the_index() 
     assert (
         first.match(stems, 3) == ["pkg/aliases.py"] and third.match(stems, 3)[0] == "pkg/alias_generators.py"
     )
+
+
+def test_joined_paths_search_their_text_once_per_stem(monkeypatch: pytest.MonkeyPatch) -> None:
+    joined = JoinedPaths.build(
+        [f"pkg/module_{i}.py" for i in range(40)] + ["pkg/aliases.py", "docs/alias.md"]
+    )
+    searched: list[str] = []
+    holding = JoinedPaths._holding
+    monkeypatch.setattr(
+        JoinedPaths, "_holding", lambda self, s, key: searched.append(s) or holding(self, s, key)
+    )
+    stems = QueryInfo.of("alias handling").stems
+    first = joined.match(stems, 3)
+    assert joined.match(stems, 3) == first and first[0] in ("docs/alias.md", "pkg/aliases.py")
+    assert sorted(searched) == sorted(stems)  # the second match read what the first found
