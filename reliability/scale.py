@@ -451,7 +451,8 @@ def search_latency(root: Path, env: dict[str, str], queries: list[str]) -> dict[
         "for q in queries[:5]: idx.search(q, k=10)\n"
         "out = []\n"
         "for q in queries:\n"
-        "    t = time.perf_counter(); env = idx.search(q, k=10); out.append([time.perf_counter() - t, len(env.results), env.state])\n"
+        "    t, c = time.perf_counter(), time.process_time(); env = idx.search(q, k=10)\n"
+        "    out.append([time.perf_counter() - t, len(env.results), env.state, time.process_time() - c])\n"
         "print(json.dumps(out))\n"
     )
     import sys
@@ -467,11 +468,16 @@ def search_latency(root: Path, env: dict[str, str], queries: list[str]) -> dict[
         return {"error": proc.stderr[-2000:]}
     rows = json.loads(proc.stdout)
     times = [r[0] * 1000 for r in rows]
+    # CPU of the search process per query (every thread): what the search cost, whatever the load.
+    cpu = [r[3] * 1000 for r in rows]
     return {
         "queries": len(rows),
         "p50_ms": round(percentile(times, 50), 1),
         "p95_ms": round(percentile(times, 95), 1),
         "max_ms": round(max(times), 1),
+        "cpu_p50_ms": round(percentile(cpu, 50), 1),
+        "cpu_p95_ms": round(percentile(cpu, 95), 1),
+        "loadavg": loadavg(),
         "empty_answers": sum(1 for r in rows if r[1] == 0),
         "states": dict(Counter(r[2] for r in rows)),
     }
