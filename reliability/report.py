@@ -465,6 +465,19 @@ def _mark(ok: bool) -> str:
     return "✓" if ok else "✗"
 
 
+def _memory_and_writes(cold: dict[str, Any]) -> list[str]:
+    """The cold run's memory split (main process, workers, the tree's PSS) and what it wrote, when
+    the run recorded them."""
+    if "peak_pss_mib" not in cold:
+        return []
+    return [
+        f"| peak RSS of the main process / of its workers summed; the tree's PSS (shared pages split) | "
+        f"{cold['peak_rss_main_mib']:,} / {cold['peak_rss_workers_mib']:,} MiB; {cold['peak_pss_mib']:,} MiB | |",
+        f"| written to storage by the cold index (the tree; the main process's write calls) | "
+        f"{cold['write_mib']:,} MiB ({cold['main_wchar_mib']:,} MiB) | |",
+    ]
+
+
 def render_scale_real(r: dict[str, Any]) -> str:
     """The --real scale run (issue 28): a repository of real, distinct files on the default path."""
     c, cold, s, f, t, met = r["corpus"], r["cold"], r["search_warm"], r["floors"], r["targets"], r["met"]
@@ -488,6 +501,7 @@ def render_scale_real(r: dict[str, Any]) -> str:
         f"two-core bound {_mark(met['cold_two_core_bound'])} |",
         f"| peak RSS while indexing (process tree; largest single process) | {cold['peak_rss_mib']:,} MiB "
         f"({cold['peak_rss_single_process_mib']:,} MiB), {cold['processes']} processes | ≤ {t['peak_rss_gib']} GiB {_mark(met['peak_rss'])} |",
+        *_memory_and_writes(cold),
         f"| no-change `ragraf index` (median of 3; the first after the cold index: {r['no_change'][0]['cpu_s']} CPU-s, "
         f"{r['no_change'][0]['wall_s']} s wall) | {f['no_change_cpu_median_s']} CPU-s ({r['no_change_median_s']} s wall); "
         f"`git status` {floor_nc:.3f} CPU-s: **{f['no_change_x_git_status']}×** | ≤ {t['no_change_x_git_status']}× {_mark(met['no_change'])} |",
