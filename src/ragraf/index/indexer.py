@@ -145,7 +145,7 @@ def named_changes_since(root: Path, blob: bytes | None, named: Named) -> snapsho
     return snapshot.Changes(moved, moved_folders)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per file of the repository: no __dict__ each
 class HashedFile:
     stat: FileStat
     sha256: str
