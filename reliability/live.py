@@ -224,7 +224,7 @@ class Watch:
         self.runs: list[dict[str, Any]] = []
         self.notes: list[str] = []
         threading.Thread(
-            target=self._lines, args=(self.proc.stdout, self.runs, json.loads), daemon=True
+            target=self._lines, args=(self.proc.stdout, self.runs, _stamped), daemon=True
         ).start()
         threading.Thread(
             target=self._lines, args=(self.proc.stderr, self.notes, str.strip), daemon=True
@@ -238,6 +238,43 @@ class Watch:
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=600)
+
+
+def _stamped(line: str) -> dict[str, Any]:
+    """A run line, with when it arrived here (`_at`, this machine's monotonic clock)."""
+    return {**json.loads(line), "_at": time.monotonic()}
+
+
+class Edit:
+    """One edit's timeline, split by part: from the write until the watch saw its first event
+    (`detect`), gathering the burst (`settle`: the run's lag less its duration), the run (`run`:
+    discovery of the named paths, hashing, chunking, commit), and the reader (`read`: from the run's
+    line to the fresh answer, its own checks included; a check that fails waits for the next run)."""
+
+    def __init__(self, written: float) -> None:
+        self.written = written
+        self.checks: list[tuple[float, float, int, bool]] = []  # start, end, runs seen, held
+
+    def check(self, watch: Watch, reader: Reader, expect: dict[str, str | None]) -> bool:
+        start, runs = time.monotonic(), len(watch.runs)
+        held = reader.holds(expect)
+        self.checks.append((start, time.monotonic(), runs, held))
+        return held
+
+    def parts(self, watch: Watch) -> dict[str, float] | None:
+        if not self.checks or not self.checks[-1][3] or not self.checks[-1][2]:
+            return None
+        start, end, runs, _held = self.checks[-1]
+        run = watch.runs[runs - 1]  # the last run reported before the check that held
+        first_event = run["_at"] - run["lag_s"]
+        return {
+            "detect": first_event - self.written,
+            "settle": run["lag_s"] - run["duration_s"],
+            "run": run["duration_s"],
+            "read": end - run["_at"],
+            "last_check": end - start,
+            "failed_checks": float(len(self.checks) - 1),
+        }
 
 
 def _wait(check: Callable[[], bool], give_up_s: float) -> float | None:
@@ -296,12 +333,21 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
     reader_cpu0 = _self_cpu()
     runs_after_cold = len(watch.runs)
     latencies: dict[str, list[float]] = {}
+    parts: dict[str, list[float]] = {}
+    late_by_kind: dict[str, list[float]] = {}
     lost: list[dict[str, Any]] = []
     load = [loadavg()]
     for number in range(args.edits):
         seen = len(watch.runs)
         kind, expect = script.edit(number, args.checkout_every)
-        took = _after_runs(watch, seen, lambda expect=expect: reader.holds(expect), args.give_up_s)
+        edit = Edit(time.monotonic())
+        took = _after_runs(
+            watch, seen, lambda edit=edit, expect=expect: edit.check(watch, reader, expect), args.give_up_s
+        )
+        if (split := edit.parts(watch)) is not None:
+            for part, value in split.items():
+                parts.setdefault(part, []).append(value)
+            late_by_kind.setdefault(kind, []).append(split["failed_checks"])
         if took is None:
             lost.append({"edit": number, "kind": kind, "expect": expect})
         else:
@@ -335,6 +381,13 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
             "within_1s": round(sum(t <= 1.0 for t in every) / max(1, len(every)), 4),
             "by_kind_p95": {k: round(percentile(v, 95), 3) for k, v in sorted(latencies.items())},
         },
+        # Where an edit's wait went, by part (seconds; see Edit), and how many edits a first check
+        # after a run did not find fresh (it then waits for the next run or RECHECK_S).
+        "latency_parts_s": {
+            part: _spread(values) for part, values in parts.items() if part != "failed_checks"
+        },
+        "edits_with_failed_checks": sum(v > 0 for v in parts.get("failed_checks", [])),
+        "failed_checks_by_kind": {k: int(sum(v)) for k, v in sorted(late_by_kind.items())},
         "lost_changes": len(lost),
         "lost": lost[:20],
         "final_check_missing": final_missing[:20],
@@ -387,7 +440,14 @@ def main() -> None:
     args = parse_args()
     result = campaign(args)
     path = save_result(args.name, result)
-    print(json.dumps({k: result[k] for k in ("latency_s", "lost_changes", "runs", "cpu_s")}, indent=1))
+    shown = (
+        "latency_s",
+        "latency_parts_s",
+        "edits_with_failed_checks",
+        "failed_checks_by_kind",
+        "lost_changes",
+    )
+    print(json.dumps({k: result[k] for k in (*shown, "runs", "run_s", "cpu_s", "loadavg")}, indent=1))
     print(f"saved {path}")
 
 

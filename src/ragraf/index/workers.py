@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from itertools import accumulate, islice
 from pathlib import Path
 
@@ -141,7 +142,9 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
     A big batch goes to a pool on all cores (spawned: the caller may be a threaded server). A
     small one goes to one worker: forked (8 ms) when this process runs a single thread; in a
     threaded one (the MCP and HTTP servers), where forking is unsafe, forked from a fork server
-    that this process starts once (about a second) and keeps.
+    that this process starts once (about a second) and keeps, as it keeps that worker for the next
+    small batch (a server's live runs: a new worker cost each run about 0.1 s to start and to load
+    its grammars again).
 
     When a worker ends (a parse past the timeout, a grammar that crashed), the jobs under way
     then are prepared one by one, each in a worker of its own; one that ends its worker again, or
@@ -178,7 +181,7 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
             end = min((i for i in alone | given_up if i > start), default=len(tasks))
             batch = range(start, end)
             try:
-                with _pool(workers, method) as pool:
+                with _kept_or_new(workers, method) as pool:
                     for bundle in _in_order(pool, tasks, marks, batch, workers):
                         yield bundle
                         start += 1
@@ -229,6 +232,35 @@ def _prepare_alone(task: tuple[ContentKey, str, Settings], method: str) -> Conte
             return pool.submit(_prepare_in_time, task).result()
     except BrokenProcessPool:
         return prepare(task, parsed=False)
+
+
+_KEPT: list[ProcessPoolExecutor] = []  # a threaded process's one fork-server worker, between batches
+_KEPT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _kept_or_new(workers: int, method: str) -> Iterator[ProcessPoolExecutor]:
+    """A pool for one batch. The one fork-server worker is kept for the next batch when the batch
+    went well; a batch running beside it (another root's run) gets a worker of its own, and one
+    that broke its worker (a parse past the timeout) or stopped early leaves no worker behind."""
+    if method != "forkserver" or workers != 1:
+        with _pool(workers, method) as pool:
+            yield pool
+        return
+    with _KEPT_LOCK:
+        pool = _KEPT.pop() if _KEPT else None
+    pool = pool or _pool(1, method)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    with _KEPT_LOCK:
+        keep = not _KEPT
+        if keep:
+            _KEPT.append(pool)
+    if not keep:
+        pool.shutdown(wait=False)
 
 
 def _pool(workers: int, method: str) -> ProcessPoolExecutor:
