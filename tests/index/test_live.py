@@ -146,6 +146,34 @@ def test_a_rename_over_an_existing_file_indexes_the_moved_content_and_drops_the_
 
 
 @linux
+def test_an_edit_then_a_rename_of_that_file_over_another_in_one_burst_both_land(live: Live) -> None:
+    app = live.root / "src/app"
+    (app / "server.py").write_text(module("served_again"))
+    os.rename(app / "server.py", app / "retry.py")  # within the quiet time that ends a burst
+    live.indexed("served_again", {"src/app/retry.py"})
+    assert live.defined("serve") == set()
+    live.fresh()
+
+
+@linux
+def test_a_burst_is_gathered_while_git_holds_its_index_lock_as_a_checkout_does(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live_module, "MAX_DELAY_S", HANG_S)
+    lock = live.root / ".git" / "index.lock"
+    before = len(live.runs)
+    lock.write_text("")
+    write(live.root, {"src/app/one.py": module("held_one")})
+    time.sleep(live_module.DEBOUNCE_S * 4)  # quiet for longer than ends a burst
+    write(live.root, {"src/app/two.py": module("held_two")})
+    time.sleep(live_module.DEBOUNCE_S * 4)
+    lock.unlink()
+    live.indexed("held_one", {"src/app/one.py"})
+    live.indexed("held_two", {"src/app/two.py"})
+    assert [r.paths for r in live.runs[before:]] == [2], [r.to_dict() for r in live.runs[before:]]
+
+
+@linux
 def test_a_deleted_file_leaves_the_index(live: Live) -> None:
     (live.root / "src/app/retry.py").unlink()
     live.indexed("retry", set())

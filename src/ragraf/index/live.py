@@ -2,7 +2,8 @@
 
 On Linux the kernel names what changed (freshness/watch.py's TreeWatch). A burst (a checkout, a save
 through a temp file and a rename, an agent's batch of edits) is gathered until DEBOUNCE_S pass
-without an event, at most MAX_DELAY_S after its first, then one incremental run indexes it; what
+without an event (and, in a git work tree, git's index.lock is gone: a checkout writes the tree
+holding it), at most MAX_DELAY_S after its first, then one incremental run indexes it; what
 arrives during a run makes the next one. Lost events (the kernel's queue overflowed) re-watch the
 tree and run: an incremental run compares the whole disk with the index anyway, so nothing is lost.
 Elsewhere, with RAGRAF_WATCH=0, or out of inotify watches: the guard's stat pass every POLL_S
@@ -33,7 +34,9 @@ from ragraf.index.progress import Progress
 if TYPE_CHECKING:
     from ragraf.index.indexer import Named
 
-DEBOUNCE_S = 0.15  # quiet time that ends a burst
+# Quiet time that ends a burst: an editor's temp file and its rename come within a millisecond or
+# two; a run that starts between them still loses nothing (the rename makes the next run).
+DEBOUNCE_S = 0.05
 MAX_DELAY_S = 0.5  # a burst that never goes quiet (continuous edits) is still indexed this soon
 POLL_S = 1.0  # the stat pass's interval where the kernel cannot tell
 LOCK_POLL_S = 0.2  # how often to look whether a manual `ragraf index` released the lock
@@ -108,6 +111,21 @@ def _indexable(changes: TreeChanges) -> bool:
     return bool(changes.folders) or any(excluded_reason(p) is None for p in changes.paths)
 
 
+def git_index_lock(root: Path) -> Path | None:
+    """Where git takes its index lock for the work tree at root (held while a checkout, a reset or
+    a merge writes the tree), or None outside a git work tree."""
+    dot = root / ".git"
+    if dot.is_dir():
+        return dot / "index.lock"
+    try:
+        first = dot.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    return (root / first[len("gitdir:") :].strip()) / "index.lock"  # a linked work tree's own git dir
+
+
 def prune_for(root: Path, home: Path) -> Callable[[str], bool]:
     """The folders not to watch: VCS and dependency folders (the default excludes), the index home."""
     try:
@@ -160,6 +178,7 @@ class LiveLoop:
         self._state = threading.Lock()  # guards _busy against quiet_hint from another thread
         self._busy = True  # reading events or running on them: no hint for another run meanwhile
         self._read_last = 0
+        self._git_lock = git_index_lock(root) if use_inotify else None
 
     def run_forever(self) -> None:
         """Watch, then run once to catch up with what changed while nobody watched, then on changes."""
@@ -222,8 +241,12 @@ class LiveLoop:
         changes = watch.read()
         while not self.stop.is_set():
             left = min(DEBOUNCE_S, first + MAX_DELAY_S - time.monotonic())
-            if left <= 0 or not watch.wait(left):
+            if left <= 0:
                 break
+            if not watch.wait(left):
+                if self._git_lock is None or not self._git_lock.exists():
+                    break
+                continue  # quiet, but git is still writing the tree (a checkout): gather on
             changes.merge(watch.read())
         if changes.overflow or _indexable(changes):
             self._run("change", changes, first)
