@@ -4,6 +4,7 @@ a parse past the timeout brought down is not kept."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,3 +69,18 @@ def test_a_worker_a_parse_brought_down_is_replaced(tmp_path: Path, threaded: lis
     assert [f.name for b in bundles for f in b.facts if f.kind == "def"] == ["after"]  # type: ignore[attr-defined]
     assert len(threaded) == made + 1  # the broken worker was not kept
     assert len(workers._KEPT) == 1
+
+
+def test_a_threaded_process_forks_its_big_batches_from_the_fork_server(
+    tmp_path: Path, threaded: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    methods: list[str] = []
+    counted = workers._pool
+    monkeypatch.setattr(workers, "_pool", lambda n, method: (methods.append(method), counted(n, method))[1])
+    files = {f"pkg/m{i:03d}.py": f"def big_{i}(x):\n    return x\n" for i in range(workers._POOL_MIN_FILES)}
+    bundles = _batch(tmp_path, files)
+    assert [f.name for b in bundles for f in b.facts if f.kind == "def"] == [
+        f"big_{i}" for i in range(len(files))
+    ]  # type: ignore[attr-defined]
+    assert methods == ["forkserver"] and threaded == [min(os.cpu_count() or 1, 8)]
+    assert not workers._KEPT  # only the one worker of small batches is kept

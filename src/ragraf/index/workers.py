@@ -139,7 +139,8 @@ def _prepare_in_time(
 def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Iterator[ContentBundle | None]:
     """prepare() for every job, in order: in worker processes, where the parse timeout holds.
 
-    A big batch goes to a pool on all cores (spawned: the caller may be a threaded server). A
+    A big batch goes to a pool on all cores (spawned, or in a threaded process forked from its fork
+    server: never forked from a threaded process). A
     small one goes to one worker: forked (8 ms) when this process runs a single thread; in a
     threaded one (the MCP and HTTP servers), where forking is unsafe, forked from a fork server
     that this process starts once (about a second) and keeps, as it keeps that worker for the next
@@ -155,9 +156,13 @@ def prepare_all(jobs: list[tuple[ContentKey, str]], settings: Settings) -> Itera
     if not tasks:
         return
     methods = multiprocessing.get_all_start_methods()
+    threaded = threading.active_count() > 1
     if len(tasks) >= _POOL_MIN_FILES:
-        method, workers = "spawn", min(os.cpu_count() or 1, 8)
-    elif threading.active_count() == 1 and "fork" in methods:
+        # A threaded process forks the pool from its fork server: a spawned worker imports
+        # everything anew (0.2 CPU-seconds each here), which a server's branch switch paid.
+        method = "forkserver" if threaded and "forkserver" in methods else "spawn"
+        workers = min(os.cpu_count() or 1, 8)
+    elif not threaded and "fork" in methods:
         method, workers = "fork", 1
     elif "forkserver" in methods:
         method, workers = "forkserver", 1
