@@ -83,6 +83,33 @@ def test_a_reindex_watches_the_new_folders_too(sample: Path) -> None:
     assert [w.path for w in idx.status().stale_warnings] == ["lib/deep/mod.py"]
 
 
+def test_a_new_snapshot_keeps_the_watch_and_watches_its_new_folders(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, made = watch._LIBC, []
+    assert real is not None
+
+    class Counted:
+        def inotify_init1(self, flags: int) -> int:
+            made.append(flags)
+            return real.inotify_init1(flags)
+
+        def inotify_add_watch(self, fd: int, path: bytes, mask: int) -> int:
+            return real.inotify_add_watch(fd, path, mask)
+
+    monkeypatch.setattr(watch, "_LIBC", Counted())
+    idx = trusted_index(sample)
+    idx.status()
+    idx.status()  # armed
+    for n in range(3):  # each run writes a new snapshot, with a new folder in it
+        write(sample, {f"lib/deep{n}/mod.py": f"def deep{n}():\n    pass\n"})
+        idx.index()
+        assert idx.status().state == "fresh"
+        (sample / f"lib/deep{n}/mod.py").write_text("def deeper():\n    pass\n")
+        assert [w.path for w in idx.status().stale_warnings] == [f"lib/deep{n}/mod.py"]
+    assert len(made) == 1  # one inotify instance all along
+
+
 def test_off_or_without_inotify_every_read_stats(
     sample: Path, passes: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
