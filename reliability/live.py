@@ -222,6 +222,7 @@ class Watch:
             text=True,
         )
         self.runs: list[dict[str, Any]] = []
+        self.ran = threading.Event()  # set when a run line arrives: the reader wakes at once
         self.notes: list[str] = []
         threading.Thread(
             target=self._lines, args=(self.proc.stdout, self.runs, _stamped), daemon=True
@@ -230,10 +231,10 @@ class Watch:
             target=self._lines, args=(self.proc.stderr, self.notes, str.strip), daemon=True
         ).start()
 
-    @staticmethod
-    def _lines(stream: Any, into: list[Any], parse: Callable[[str], Any]) -> None:
+    def _lines(self, stream: Any, into: list[Any], parse: Callable[[str], Any]) -> None:
         for line in stream:
             into.append(parse(line))
+            self.ran.set()
 
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGTERM)
@@ -287,7 +288,7 @@ def _wait(check: Callable[[], bool], give_up_s: float) -> float | None:
 
 
 def _after_runs(watch: Watch, seen: int, check: Callable[[], bool], give_up_s: float) -> float | None:
-    """Seconds until check() holds, asked after each run the watch reports (and every RECHECK_S):
+    """Seconds until check() holds, asked as soon as the watch reports a run (and every RECHECK_S):
     a reader polling all the time would take the CPU the watch needs on a small machine."""
     t0 = last = time.monotonic()
     while True:
@@ -298,7 +299,8 @@ def _after_runs(watch: Watch, seen: int, check: Callable[[], bool], give_up_s: f
                 return time.monotonic() - t0
         if now - t0 > give_up_s:
             return None
-        time.sleep(0.01)
+        watch.ran.wait(timeout=min(RECHECK_S, give_up_s))
+        watch.ran.clear()
 
 
 def _spread(values: list[float]) -> dict[str, float]:

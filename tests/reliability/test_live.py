@@ -26,3 +26,6 @@ def test_every_edit_is_seen_fresh_and_none_is_lost() -> None:
     assert sum(result["edits_by_kind"].values()) == 40
     assert result["edits_by_kind"]["checkout"] == 2
     assert len(result["edits_by_kind"]) >= 5  # in place, atomic, create, rename over, delete, ...
+    # Each edit's wait is split by part, for every edit the reader saw fresh.
+    assert set(result["latency_parts_s"]) == {"detect", "settle", "run", "read", "last_check"}
+    assert result["latency_parts_s"]["run"]["max"] > 0
