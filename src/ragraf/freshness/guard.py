@@ -188,9 +188,9 @@ def quick_drift(
     """The drift without listing every file: the stat pass, and the folders whose stamp moved
     listed again on their own; None when the file list itself must be taken again (a full
     discovery). `seen` gets the stat entries of moved files that still agree with the revision and
-    were not written just now;
-    `stamps` the new stamps of the folders listed again when the snapshot may take them (no drift,
-    no folder gone or changed just now, every new file in `seen`), so the next read need not."""
+    were not written just now; `stamps` the new stamps of the folders listed again when the
+    snapshot may take them (no drift, no folder gone or changed just now, every new file in
+    `seen`), so the next read need not."""
     moved = _moved(settings, store)
     relisted = None
     if moved is None:
