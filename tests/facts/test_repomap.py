@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import os
 import shutil
 from pathlib import Path
 
@@ -193,3 +194,23 @@ def test_names_are_numbered_as_they_are_written_and_the_map_reads_the_numbers(pr
     (uses,) = [s for s in statements if "FROM ref_sites" in s]
     assert "name_id" in uses and "(name," not in uses  # numbers, not a string per use
     assert "brand_new" in {facts.names[n] for n in facts.def_name}
+
+
+def test_only_the_newest_cached_maps_are_kept(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(graph_ops, "MAP_CACHE_KEEP", 3)
+    with Index.open(project) as idx:
+        maps = idx.settings.home / "maps"
+    maps.mkdir(exist_ok=True)
+    for n in range(5):  # older revisions' maps and a file of an older format
+        old = maps / (f"old{n}.marshal" if n else "old.json")
+        old.write_bytes(b"x")
+        os.utime(old, ns=(n * 10**9, n * 10**9))
+    graph_ops._MAPS.clear()
+    with Index.open(project) as idx:
+        first = idx.repo_map().results
+    kept = sorted(p.name for p in maps.iterdir())
+    assert len(kept) == 3 and {"old4.marshal", "old3.marshal"} <= set(kept)
+    graph_ops._MAPS.clear()
+    with Index.open(project) as idx:  # the map just written is among those kept and read back
+        assert idx.repo_map().results == first
+    assert sorted(p.name for p in maps.iterdir()) == kept

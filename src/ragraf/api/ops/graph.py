@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import marshal
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ MAX_RELATED = 50
 MAP_BUDGET = 1024  # tokens of a repo map
 MAP_CACHED_FILES = 3000
 MAP_FORMAT = 3  # a cached map is repomap.to_bytes: the ranking's columns marshalled (its version in the key)
+MAP_CACHE_KEEP = 32  # cached maps kept in the index home (a revision and focus each); the oldest go
 _MAPS: dict[str, Columns] = {}  # this process's rankings, by revision and focus
 IMPACT_DEPTH = 10  # a test reaches library code through its runner: 8 hops in click
 IMPACT_BUDGET = 1000
@@ -135,6 +138,7 @@ class GraphOps(Guarded):
             tmp = path.with_suffix(".tmp")
             tmp.write_bytes(to_bytes(first_files(ranked, MAP_CACHED_FILES)))
             tmp.replace(path)
+            _prune_maps(path.parent)
         except OSError:
             pass  # a map not cached is only slower next time
         return ranked, False
@@ -472,3 +476,18 @@ def _require_count(what: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UsageError(f"{what} {value!r} is not a count", suggest=f"give {what} as 0 or more")
     return value
+
+
+def _prune_maps(folder: Path) -> None:
+    """Keep the MAP_CACHE_KEEP newest cached maps: every revision and focus writes one, and the
+    older revisions' maps (and files of older formats, never read) would otherwise pile up."""
+    aged = []
+    for entry in os.scandir(folder):
+        try:
+            aged.append((entry.stat().st_mtime_ns, entry.path))
+        except OSError:
+            continue  # removed meanwhile by another process's prune
+    aged.sort(reverse=True)
+    for _, old in aged[MAP_CACHE_KEEP:]:
+        with contextlib.suppress(OSError):
+            os.unlink(old)
