@@ -74,6 +74,14 @@ _ASSIGNED = re.compile(
     r"(?i:" + _SECRET_NAME + r")['\"]?\s*(?::=|=>|[:=])\s*"
     r"(?:(?P<q>['\"`])(?P<t>[^\s'\"`]{12,512})(?P=q)|(?P<u>[^\s'\"`,;()\[\]{}]{12,512})\s*$)"
 )
+# What every match of _ASSIGNED holds from its name's word on: the word, the rest of the name, the
+# sign and 12 characters of a value. Searched first (a scan that starts at the words), it rules out
+# nearly every line _ASSIGNED would try at each position with its 64-character name prefix: on the
+# speed corpus 19,546 lines hold a word, and _ASSIGNED over them took 5.6 CPU-s of a 7.7 s redaction.
+_ASSIGNED_TAIL = re.compile(
+    r"(?i:" + _SECRET_NAME.split("{0,64}", 1)[1] + r")['\"]?\s*(?::=|=>|[:=])\s*"
+    r"(?:['\"`][^\s'\"`]{12}|[^\s'\"`,;()\[\]{}]{12})"
+)
 MIN_ENTROPY_BITS = 3.5  # per character: English words and identifiers stay under it, keys over
 _NOT_A_VALUE = re.compile(
     r"^(?:\$|%|\{|<|os\.|process\.|env\.|self\.|this\.|settings\.|config\.|getenv|None$|null$|true$|false$|"
@@ -137,6 +145,8 @@ def redact(text: str) -> tuple[str, int]:
         pieces, done = [], 0
         for start, end in lines:
             line = text[start:end]
+            if _ASSIGNED_TAIL.search(line) is None:
+                continue  # no match of _ASSIGNED can be in it
 
             def assigned(m: re.Match[str]) -> str:
                 nonlocal count
