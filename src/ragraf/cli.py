@@ -797,7 +797,8 @@ def revisions_cmd(root: Path, as_json: bool) -> int:
 @main.command("gc")
 @common
 def gc_cmd(root: Path, as_json: bool) -> int:
-    """Retention: keep the last N revisions (keep_revisions, default 20) and what they reference.
+    """Retention: keep the last N revisions (keep_revisions, default 20), the newest revision of
+    each of the last 4 branches, and what they reference.
 
     \b
     Example:

@@ -26,16 +26,20 @@ def sha(text: str) -> str:
 
 
 def commit_files(
-    store: Store, settings: Settings, files: dict[str, str], events: list[DriftEvent] | None = None
+    store: Store,
+    settings: Settings,
+    files: dict[str, str],
+    events: list[DriftEvent] | None = None,
+    branch: str | None = None,
 ) -> Revision:
-    """Store the files' contents and commit them as the next revision."""
+    """Store the files' contents and commit them as the next revision (made on `branch`)."""
     bundles = {path: bundle(settings, path, text) for path, text in files.items()}
     ids = store.add_contents(list(bundles.values()))
     manifest = [
         ManifestEntry(path, b.key[0], ids[b.key], len(files[path])) for path, b in sorted(bundles.items())
     ]
     corpus = hashlib.sha1("".join(f"{e.path}\0{e.sha256}\n" for e in manifest).encode()).hexdigest()
-    return store.commit_revision(NewRevision(corpus, "test-version", None, None, manifest, events or []))
+    return store.commit_revision(NewRevision(corpus, "test-version", None, branch, manifest, events or []))
 
 
 # Before schema 12 (SQLite), each revision had every row of its manifest: what undoes schema 12 in

@@ -426,6 +426,36 @@ def test_gc_keeps_the_last_revisions_and_what_they_reference(
 # vectors ----------------------------------------------------------------------------------------
 
 
+def test_gc_keeps_the_newest_revision_of_another_branch_and_its_contents(
+    store_factory: StoreFactory, settings: Settings
+) -> None:
+    store = store_factory()
+    stable = {"b.py": "def stable():\n    return 'kept'\n"}
+    on_main = "def changing():\n    return 'main'\n"
+    main_tip = commit_files(store, settings, {**stable, "a.py": on_main}, branch="main")
+    missing = store.chunks_missing_vectors(main_tip.rev_no, MODEL, 100)
+    store.add_vectors(MODEL, [(c.chunk_id, unit(c.text).tobytes()) for c in missing], DIM)
+    topic = [f"def changing():\n    return {i}\n" for i in range(4)]
+    for text in topic:
+        commit_files(store, settings, {**stable, "a.py": text}, branch="topic")
+    report = store.gc(2)
+    # rev-0002 and rev-0003 go; rev-0001 stays as main's newest, with what it names (and its vectors).
+    assert report["revisions_removed"] == 2 and report["contents_removed"] == 2
+    assert [r.rev for r in store.revisions()] == ["rev-0001", "rev-0004", "rev-0005"]
+    keys = {t: (sha(t), "python", CHUNKER) for t in [on_main, *topic]}
+    assert set(store.content_ids(list(keys.values()))) == {keys[on_main], keys[topic[2]], keys[topic[3]]}
+    kept = store.revision("rev-0001")
+    assert kept is not None and store.vector_coverage(kept.rev_no, MODEL) == 1.0
+    assert store.consistency_problems(store.revisions()[-1].rev_no, MODEL) == []
+    # Switching back to main finds a.py's content: nothing is chunked or embedded again.
+    back = commit_files(store, settings, {**stable, "a.py": on_main}, branch="main")
+    assert store.vector_coverage(back.rev_no, MODEL) == 1.0
+    assert paths(lexical_candidates(store, back.rev_no, "changing main", 5))[:1] == ["a.py"]
+    store.gc(1)  # the tip of topic (rev-0005) is kept, main's older revision goes
+    assert [r.rev for r in store.revisions()] == ["rev-0005", "rev-0006"]
+    assert store.consistency_problems(back.rev_no, MODEL) == []
+
+
 def test_vectors_cover_a_revision_chunk_by_chunk(store_factory: StoreFactory, settings: Settings) -> None:
     store = store_factory()
     text = SAMPLE["src/app/server.py"]

@@ -232,6 +232,10 @@ ContentKey = tuple[str, str, str]  # (sha256, language, chunker): what content i
 # A manifest row holds for the revisions from its first_rev up to (not including) its until_rev;
 # a row still current has this until_rev (both stores keep manifests this way).
 LIVE_REV = 2**31 - 1
+# Retention keeps the newest revision of each of the last few branches beyond the last N revisions:
+# switching back to a branch then finds its files' contents (chunks, facts, vectors) and costs
+# hashing, not chunking and embedding them again, however many revisions the other branch made.
+BRANCH_TIPS_KEPT = 4
 
 
 @dataclass(frozen=True)

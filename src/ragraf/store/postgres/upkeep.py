@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from ragraf.store.base import LEFTOVER_CONTENTS, LIVE_REV
+from ragraf.store.base import BRANCH_TIPS_KEPT, LEFTOVER_CONTENTS, LIVE_REV
 
 
 class UpkeepMixin:
@@ -55,27 +55,35 @@ class UpkeepMixin:
     # retention ----------------------------------------------------------------------------------
 
     def gc(self, keep: int) -> dict[str, int]:
-        """Drop revisions beyond the last `keep` and every content no kept revision names."""
+        """Drop revisions beyond the last `keep` (but the newest of each of the last BRANCH_TIPS_KEPT
+        branches) and every content no kept revision names."""
         keep = max(1, keep)
         with self._tx() as conn:
             conn.execute("SELECT 1 FROM repositories WHERE id = %s FOR UPDATE", (self.repo_id,))
+            tail = conn.execute(
+                "SELECT rev_no FROM revisions WHERE repo_id = %s ORDER BY rev_no DESC LIMIT 1 OFFSET %s",
+                (self.repo_id, keep - 1),
+            ).fetchone()
             old = [
                 r[0]
                 for r in conn.execute(
-                    "DELETE FROM revisions WHERE repo_id = %s AND rev_no IN (SELECT rev_no FROM revisions "
-                    "WHERE repo_id = %s ORDER BY rev_no DESC OFFSET %s) RETURNING rev_no",
-                    (self.repo_id, self.repo_id, keep),
+                    "DELETE FROM revisions WHERE repo_id = %(repo)s AND rev_no IN (SELECT rev_no FROM revisions "
+                    "WHERE repo_id = %(repo)s ORDER BY rev_no DESC OFFSET %(keep)s) AND rev_no NOT IN (SELECT "
+                    "max(rev_no) AS tip FROM revisions WHERE repo_id = %(repo)s AND git_branch IS NOT NULL "
+                    "GROUP BY git_branch ORDER BY tip DESC LIMIT %(tips)s) RETURNING rev_no",
+                    {"repo": self.repo_id, "keep": keep, "tips": BRANCH_TIPS_KEPT},
                 )
             ]
             # The oldest revisions went: the manifest rows that held only for them are those closed by
-            # the oldest kept revision or before.
+            # the oldest of the last `keep` or before that hold for none of the branch tips kept below it.
             dead = (
                 [
                     r[0]
                     for r in conn.execute(
-                        "DELETE FROM manifest_rows WHERE repo_id = %s AND until_rev <= coalesce("
-                        "(SELECT min(rev_no) FROM revisions WHERE repo_id = %s), %s) RETURNING content_id",
-                        (self.repo_id, self.repo_id, LIVE_REV),
+                        "DELETE FROM manifest_rows m WHERE m.repo_id = %s AND m.until_rev <= %s AND NOT EXISTS "
+                        "(SELECT 1 FROM revisions r WHERE r.repo_id = m.repo_id AND r.rev_no >= m.first_rev "
+                        "AND r.rev_no < m.until_rev) RETURNING m.content_id",
+                        (self.repo_id, tail[0] if tail is not None else LIVE_REV),
                     )
                 ]
                 if old

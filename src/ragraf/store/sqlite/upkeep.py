@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from ragraf.store.base import LEFTOVER_CONTENTS, LIVE_REV
+from ragraf.store.base import BRANCH_TIPS_KEPT, LEFTOVER_CONTENTS, LIVE_REV
 from ragraf.store.sqlite.sql import _CURRENT_CONTENT, _covered_key, _delete_rows, _move_rows, _named
 
 
@@ -79,16 +79,30 @@ class UpkeepMixin:
             self.db.executescript("PRAGMA incremental_vacuum")  # execute() would free one page
 
     def gc(self, keep: int) -> dict[str, int]:
-        """Drop this view's revisions beyond the last `keep`, the views of work trees that are gone,
-        and every content no kept revision names."""
+        """Drop this view's revisions beyond the last `keep` (but the newest of each of the last
+        BRANCH_TIPS_KEPT branches), the views of work trees that are gone, and every content no kept
+        revision names."""
         keep = max(1, keep)
         with self.transaction() as db:
+            tail = db.execute(
+                "SELECT rev_no FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT 1 OFFSET ?",
+                (self.view, keep - 1),
+            ).fetchone()
+            tips = {
+                r[0]
+                for r in db.execute(
+                    "SELECT max(rev_no) AS tip FROM revisions WHERE view = ? AND git_branch IS NOT NULL "
+                    "GROUP BY git_branch ORDER BY tip DESC LIMIT ?",
+                    (self.view, BRANCH_TIPS_KEPT),
+                )
+            }
             old = [
                 r[0]
                 for r in db.execute(
                     "SELECT rev_no FROM revisions WHERE view = ? ORDER BY rev_no DESC LIMIT -1 OFFSET ?",
                     (self.view, keep),
                 ).fetchall()
+                if r[0] not in tips
             ]
             views = [r[0] for r in db.execute("SELECT DISTINCT view FROM revisions WHERE view != ''")]
             gone = [v for v in views if v != self.view and os.path.isabs(v) and not os.path.isdir(v)]
@@ -106,11 +120,18 @@ class UpkeepMixin:
                 db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
                 db.execute("DELETE FROM meta WHERE key LIKE ?", (_covered_key(rev_no, "%"),))
             # A view loses its oldest revisions: the manifest rows that held only for them are those
-            # closed by its oldest kept revision or before (all of a view's rows when none is kept).
+            # closed by the oldest of its last `keep` or before (all of a view's rows when none is
+            # kept) that hold for none of the branch tips kept below it.
             for view in views_dropped:
-                oldest = db.execute("SELECT min(rev_no) FROM revisions WHERE view = ?", (view,)).fetchone()[0]
+                oldest = tail[0] if view == self.view and tail is not None else None
+                if oldest is None:
+                    oldest = db.execute(
+                        "SELECT min(rev_no) FROM revisions WHERE view = ?", (view,)
+                    ).fetchone()[0]
                 dead = db.execute(
-                    "DELETE FROM manifest_rows WHERE view = ? AND until_rev <= ? RETURNING content_id",
+                    "DELETE FROM manifest_rows WHERE view = ? AND until_rev <= ? AND NOT EXISTS (SELECT 1 "
+                    "FROM revisions r WHERE r.view = manifest_rows.view AND r.rev_no >= manifest_rows.first_rev "
+                    "AND r.rev_no < manifest_rows.until_rev) RETURNING content_id",
                     (view, oldest if oldest is not None else LIVE_REV),
                 )
                 candidates.update(r[0] for r in dead)
