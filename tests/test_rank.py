@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from ragraf.search.paths import PathIndex
-from ragraf.search.rank import Candidate, QueryInfo, apply_rules, older_versions, stem
+from ragraf.search.rank import (
+    FILE_EVIDENCE,
+    Candidate,
+    QueryInfo,
+    add_file_evidence,
+    apply_rules,
+    older_versions,
+    stem,
+)
 from ragraf.store import ChunkHit
 
 
@@ -177,3 +185,26 @@ def test_a_window_or_a_win_file_is_no_windows_port(path: str) -> None:
     scored = {path: 1.2, "src/unix/tcp.c": 1.0}
     rules = {"doc_penalty": False, "path_match": False, "name_match": False}
     assert _ranked("TCP connect and accept", scored, rules)[0] == path
+
+
+def _hit(path: str, line: int) -> ChunkHit:
+    return ChunkHit(
+        chunk_id=line, path=path, start_line=line, end_line=line + 9, text="", symbol=None, score=0.0
+    )
+
+
+def test_a_big_file_matched_by_three_chunks_passes_a_satellite_matched_by_one_strong_chunk() -> None:
+    # Gson.java matched in three places against one factory matched once, a little better.
+    central = [Candidate(_hit("gson/Gson.java", n), s) for n, s in ((100, 1.0), (400, 0.5), (800, 0.5))]
+    satellite = [Candidate(_hit("gson/internal/bind/TypeAdapters.java", 10), 1.3)]
+    ranked = add_file_evidence(central + satellite)
+    assert ranked[0].hit.path == "gson/Gson.java"
+    # The third chunk is what tips it: with two chunks the satellite stays first.
+    assert add_file_evidence(central[:2] + satellite)[0].hit.path.endswith("TypeAdapters.java")
+    unranked = add_file_evidence(central + satellite, {"file_evidence": False})
+    assert max(unranked, key=lambda c: c.score).hit.path.endswith("TypeAdapters.java")
+
+
+def test_file_evidence_counts_two_chunks_after_the_best_and_no_more() -> None:
+    many = [Candidate(_hit("core.h", n), s) for n, s in ((1, 1.0), (50, 0.5), (90, 0.5), (130, 0.5))]
+    assert add_file_evidence(many)[0].score == pytest.approx(1.0 + FILE_EVIDENCE * 1.0)

@@ -19,11 +19,12 @@ VECTOR_WEIGHT = 1.0
 PER_FILE = 1  # distinct files serve an agent better than a second chunk of one (measured: bench NDCG)
 # One candidate pool per retriever whatever k is, and one ranking RANK_DEPTH deep that each k cuts:
 # so the top k is the first k of the top k+1 (pools of 4*k made -k 2 rank other files than -k 10).
-# Bench NDCG@10 hybrid / lexical / vector by pool: 25 .860/.770/.806, 30 .858/.779/.812,
-# 40 .858/.775/.819, 50 .854/.778/.819, 60 .857/.780/.822, 100 .856/.785/.828 (docs/search.md).
-CANDIDATES = 40
+# A deep pool lets a big file show its several matching chunks, which file evidence counts (a file's
+# 2nd and 3rd chunks): bench hybrid NDCG@10 by pool 40 .854, 60 .866, 80 .867, 100 .870 (docs/search.md).
+POOL = 100
+CANDIDATES = 40  # the files localize keeps of a ranking
 RANK_DEPTH = 10
-FILTER_WIDEN = 8  # a filtered search draws from pools this much wider, then drops what it excludes
+FILTER_WIDEN = 4  # a filtered search draws from pools this much wider, then drops what it excludes
 PATH_FILES = 20  # files named for the query words, as a third list fused with the other two
 PATH_WEIGHT = 0.5  # its weight in the fusion, against 1.0 for lexical and VECTOR_WEIGHT for vectors
 
@@ -182,7 +183,7 @@ def run_search(
     ranking (from pools FILTER_WIDEN times wider, so a narrow filter still fills k)."""
     if k <= 0:
         return SearchOutcome([], [])
-    limit = CANDIDATES * (FILTER_WIDEN if keep is not None else 1)
+    limit = POOL * (FILTER_WIDEN if keep is not None else 1)
     notes: list[str] = []
     if mode == "vector" and vector_hits is None:
         mode = "lexical"  # no vectors to ask (the envelope says why): the lexical answer it announces

@@ -211,6 +211,7 @@ def _aside(q: QueryInfo, path: str, rules: dict[str, bool] | None) -> bool:
 
 
 NAME_MATCH = 0.3
+DOC_PENALTY = 0.5  # prose files (Markdown, reStructuredText) unless the query asks for docs
 
 
 class _NamedFiles:
@@ -269,7 +270,7 @@ def apply_rules(
         if enabled(rules, "platform_penalty") and not q.wants_windows and is_windows_path(hit.path):
             score *= 0.7
         if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
-            score *= 0.6
+            score *= DOC_PENALTY
         if hit.path in older:
             score *= 0.5
         out.append(Candidate(hit, score))
@@ -277,19 +278,22 @@ def apply_rules(
     return out
 
 
-FILE_EVIDENCE = 0.3
+FILE_EVIDENCE = 0.4
+EVIDENCE_CHUNKS = 2  # the chunks after a file's best that count: a big central file beats a satellite
 
 
 def add_file_evidence(candidates: list[Candidate], rules: dict[str, bool] | None = None) -> list[Candidate]:
     """A file matched by several chunks is likelier the answer: each of its chunks gains a share of
-    the file's runner-up score. Best first."""
+    the scores of the file's next EVIDENCE_CHUNKS chunks. Best first."""
     if not enabled(rules, "file_evidence"):
         return candidates
     by_file: dict[str, list[float]] = {}
     for c in candidates:
         by_file.setdefault(c.hit.path, []).append(c.score)
-    second = {p: sorted(s, reverse=True)[1] for p, s in by_file.items() if len(s) > 1}
-    out = [Candidate(c.hit, c.score + FILE_EVIDENCE * second.get(c.hit.path, 0.0)) for c in candidates]
+    more = {
+        p: sum(sorted(s, reverse=True)[1 : 1 + EVIDENCE_CHUNKS]) for p, s in by_file.items() if len(s) > 1
+    }
+    out = [Candidate(c.hit, c.score + FILE_EVIDENCE * more.get(c.hit.path, 0.0)) for c in candidates]
     out.sort(key=lambda c: (-c.score, c.hit.path, c.hit.start_line))
     return out
 
