@@ -252,28 +252,37 @@ def apply_rules(
         else set()
     )
     named = _NamedFiles(q, candidates) if enabled(rules, "name_match") and q.stems else None
+    # Every rule but symbol_match reads the path alone: a file's chunks share one factor.
+    factors: dict[str, float] = {}
+
+    def path_factor(path: str) -> float:
+        factor = 1.0
+        if enabled(rules, "path_match") and q.stems:
+            overlap = min(1.0, len(matched_stems(q, path_stems(path))) / len(q.stems))
+            factor *= 1.0 + 0.6 * overlap
+        if named is not None:
+            factor *= 1.0 + NAME_MATCH * named.rarity(path)
+        if enabled(rules, "mentioned_path") and q.paths and any(_same_file(path, p) for p in q.paths):
+            factor *= 1.5
+        if _aside(q, path, rules):
+            factor *= 0.5
+        if enabled(rules, "platform_penalty") and not q.wants_windows and is_windows_path(path):
+            factor *= 0.7
+        if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(path) in DOC_LANGUAGES:
+            factor *= DOC_PENALTY
+        if path in older:
+            factor *= 0.5
+        return factor
+
+    symbols = enabled(rules, "symbol_match")
     out = []
     for cand in candidates:
-        score = cand.score
         hit = cand.hit
-        if enabled(rules, "symbol_match") and _symbol_matches(hit.symbol, q):
-            score *= 1.5
-        if enabled(rules, "path_match") and q.stems:
-            overlap = min(1.0, len(matched_stems(q, path_stems(hit.path))) / len(q.stems))
-            score *= 1.0 + 0.6 * overlap
-        if named is not None:
-            score *= 1.0 + NAME_MATCH * named.rarity(hit.path)
-        if enabled(rules, "mentioned_path") and q.paths and any(_same_file(hit.path, p) for p in q.paths):
-            score *= 1.5
-        if _aside(q, hit.path, rules):
-            score *= 0.5
-        if enabled(rules, "platform_penalty") and not q.wants_windows and is_windows_path(hit.path):
-            score *= 0.7
-        if enabled(rules, "doc_penalty") and not q.wants_docs and language_of(hit.path) in DOC_LANGUAGES:
-            score *= DOC_PENALTY
-        if hit.path in older:
-            score *= 0.5
-        out.append(Candidate(hit, score))
+        score = cand.score * 1.5 if symbols and _symbol_matches(hit.symbol, q) else cand.score
+        factor = factors.get(hit.path)
+        if factor is None:
+            factor = factors[hit.path] = path_factor(hit.path)
+        out.append(Candidate(hit, score * factor))
     out.sort(key=lambda c: (-c.score, c.hit.path, c.hit.start_line))
     return out
 
