@@ -20,7 +20,7 @@ PER_FILE = 1  # distinct files serve an agent better than a second chunk of one 
 # One candidate pool per retriever whatever k is, and one ranking RANK_DEPTH deep that each k cuts:
 # so the top k is the first k of the top k+1 (pools of 4*k made -k 2 rank other files than -k 10).
 # A deep pool lets a big file show its several matching chunks, which file evidence counts (a file's
-# 2nd and 3rd chunks): bench hybrid NDCG@10 by pool 40 .854, 60 .866, 80 .867, 100 .870 (docs/search.md).
+# 2nd and 3rd chunks): bench hybrid NDCG@10 by pool 60 .864, 80 .867, 100 .870 (40, the old rule: .854).
 POOL = 100
 CANDIDATES = 40  # the files localize keeps of a ranking
 RANK_DEPTH = 10
