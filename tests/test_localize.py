@@ -172,7 +172,11 @@ def test_k_zero_binary_huge_and_foreign_reports_never_fail(shop: Path) -> None:
     idx = Index.open(shop, embedder="none")
     assert idx.localize(TRACEBACK_REPORT, k=0).results == []
     binary = bytes(range(256)).decode("latin-1") * 50
-    assert idx.localize(binary, k=3).state == "fresh"
+    answered = idx.localize(binary, k=3)
+    assert answered.state == "fresh" and any("no text (binary data?)" in n for n in answered.notes)
+    random_bytes = bytes((i * 7919 + 13) % 256 for i in range(5000)).decode("utf-8", errors="replace")
+    assert any("binary data" in n for n in idx.localize(random_bytes, k=3).notes)
+    assert not any("binary" in n for n in idx.localize(TRACEBACK_REPORT, k=3).notes)
     huge = (TRACEBACK_REPORT + "\n" + "lorem ipsum dolor " * 1000) * 80  # about 1.6 MB
     env = idx.localize(huge, k=3)
     assert {r["path"] for r in env.results[:2]} == {"shop/blueprints.py", "shop/app.py"}  # the two frames

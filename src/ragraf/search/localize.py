@@ -48,6 +48,8 @@ KIND_FACTOR = {"code": 1.0, "test": 0.45, "doc": 0.3, "config": 0.35}
 EXAMPLE_FACTOR = 0.5
 VENDORED_FACTOR = 0.5
 CHUNKS_PER_FILE = 2
+# A report with more undecodable bytes and control characters than this is data pasted by mistake.
+BINARY_SHARE = 0.1
 
 
 @dataclass
@@ -118,6 +120,11 @@ def localize(
     add("name", _name_channel(store, rev_no, paths, report))
     if not text and not report.names:
         notes.append("the report has no words to search for")
+    if report.binary_share > BINARY_SHARE:
+        notes.append(
+            f"{report.binary_share:.0%} of the report's characters are no text (binary data?):"
+            " ranked by the few words it holds"
+        )
 
     for answer in answers.values():
         kind = kind_of(answer.path)

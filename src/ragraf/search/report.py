@@ -38,6 +38,7 @@ _URL = re.compile(r"\bhttps?://\S+")
 _VERSION_LINE = re.compile(
     r"(?m)^[ \t]*[-*]?[ \t]*[\w.\-]+[ \t]*(?::|==|>=|=)[ \t]*v?\d+(?:\.\d+)+[^\n]*$\n?"
 )
+_NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _EXTENSIONS_NOT_NAMES = frozenset({"py", "js", "ts", "txt", "md", "rst", "json", "html", "org", "com", "io"})
 
 
@@ -69,6 +70,15 @@ class Report:
     @property
     def is_empty(self) -> bool:
         return not self.text.strip()
+
+    @property
+    def binary_share(self) -> float:
+        """The share of the report's first characters that are no text (undecodable bytes, control
+        characters): pasted binary data rather than a report."""
+        head = self.text[:MAX_PARSED_CHARS]
+        if not head:
+            return 0.0
+        return len(_NOT_TEXT.findall(head)) / len(head)
 
     @property
     def search_text(self) -> str:
