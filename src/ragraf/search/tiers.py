@@ -21,7 +21,7 @@ from ragraf.store import ChunkHit, Store
 # ranks among all chunks (rank / coverage), at 10/25/50% coverage: 0.806/0.859/0.862 ->
 # 0.818/0.862/0.861, the vectors alone 0.606/0.751/0.774 -> 0.667/0.785/0.797.
 TRANSFORMER_WEIGHT = 2.0
-RRF_K = 100  # as the hybrid's fusion (search/engine.py)
+RRF_K = 100  # measured for this fusion; the hybrid's (search/engine.py) is 60 since its pools are 100 deep
 
 
 @dataclass(frozen=True)
