@@ -208,3 +208,12 @@ def test_a_big_file_matched_by_three_chunks_passes_a_satellite_matched_by_one_st
 def test_file_evidence_counts_two_chunks_after_the_best_and_no_more() -> None:
     many = [Candidate(_hit("core.h", n), s) for n, s in ((1, 1.0), (50, 0.5), (90, 0.5), (130, 0.5))]
     assert add_file_evidence(many)[0].score == pytest.approx(1.0 + FILE_EVIDENCE * 1.0)
+
+
+def test_a_doc_twice_as_close_to_the_words_as_the_code_still_ranks_after_it_unless_docs_are_asked_for() -> (
+    None
+):
+    scored = {"pkg/.agents/skills/dependencies.md": 1.9, "pkg/dependencies/utils.py": 1.0}
+    names = {"path_match": False, "name_match": False}
+    assert _ranked("how does dependency injection work", scored, names)[0] == "pkg/dependencies/utils.py"
+    assert _ranked("the documentation of dependency injection", scored, names)[0].endswith(".md")
