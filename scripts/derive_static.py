@@ -13,7 +13,8 @@ Offline, numpy + onnxruntime + tokenizers only, deterministic:
 5. rows are stored as int8 with one float32 scale per row, in one .npz with the recipe's metadata.
 
 Variants: `--contextual N` averages each token's outputs over N chunks of code (shrunk towards
-its vector alone by `--prior`), `--refine N` fits the rows to the transformer's chunk vectors.
+its vector alone by `--prior`), `--refine N` fits the rows to the transformer's chunk vectors,
+`--pass position|code` reads a token's vector from its own output (alone, or inside a short call).
 The shipped table (docs/embeddings.md):
 
     python scripts/derive_static.py --corpus /usr/lib/python3.11 --corpus /usr/lib/node_modules \
@@ -46,9 +47,15 @@ SIF_A = 1e-4  # model2vec's SIF coefficient
 CODE_SUFFIXES = (".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".md", ".rst", ".txt", ".toml")
 
 
-def token_vectors(work: Path, batch: int = 256) -> np.ndarray:
-    """The transformer's vector of every vocabulary token alone, (vocab, 384) float32; cached."""
-    cached = work / "token_vectors.npy"
+# What each vocabulary token's vector is read from (--pass): "alone" the mean of the outputs of
+# `[CLS] token [SEP]` (model2vec's recipe, shipped), "position" the token's own output there,
+# "code" the token's own output inside a short call, `[CLS] x = token ( ) [SEP]`.
+PASSES = ("alone", "position", "code")
+
+
+def token_vectors(work: Path, batch: int = 256, how: str = "alone") -> np.ndarray:
+    """The transformer's vector of every vocabulary token (`how`: PASSES), (vocab, 384) float32; cached."""
+    cached = work / ("token_vectors.npy" if how == "alone" else f"token_vectors-{how}.npy")
     if cached.exists():
         return np.load(cached)
     from tokenizers import Tokenizer
@@ -66,14 +73,21 @@ def token_vectors(work: Path, batch: int = 256) -> np.ndarray:
     t0 = time.monotonic()
     for start in range(0, vocab, batch):
         ids = np.arange(start, min(vocab, start + batch), dtype=np.int64)
-        input_ids = np.stack([np.full_like(ids, cls), ids, np.full_like(ids, sep)], axis=1)
+        if how == "code":
+            before = [tok.token_to_id(t) for t in ("x", "=")]
+            after = [tok.token_to_id(t) for t in ("(", ")")]
+            cols = [cls, *before, ids, *after, sep]
+            at = 1 + len(before)
+        else:
+            cols, at = [cls, ids, sep], 1
+        input_ids = np.stack([c if isinstance(c, np.ndarray) else np.full_like(ids, c) for c in cols], axis=1)
         feed = {
             "input_ids": input_ids,
             "attention_mask": np.ones_like(input_ids),
             "token_type_ids": np.zeros_like(input_ids),
         }
         (hidden,) = session.run(None, feed)
-        out[ids] = hidden.mean(axis=1)
+        out[ids] = hidden.mean(axis=1) if how == "alone" else hidden[:, at]
         if start // batch % 20 == 0:
             print(f"  {start + len(ids)}/{vocab} tokens, {time.monotonic() - t0:.0f} s", file=sys.stderr)
     work.mkdir(parents=True, exist_ok=True)
@@ -317,6 +331,13 @@ def main(argv: list[str] | None = None) -> int:
         "--prior", type=float, default=2.0, help="the vocabulary pass counts as this many occurrences"
     )
     ap.add_argument("--remove", type=int, default=0, help="project out this many common directions")
+    ap.add_argument(
+        "--pass",
+        dest="token_pass",
+        choices=PASSES,
+        default="alone",
+        help="what a token's vector is read from",
+    )
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--work", type=Path, default=Path("/tmp/ragraf-static-work"))
@@ -324,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.weighting == "sif" and not args.corpus:
         ap.error("--weighting sif needs at least one --corpus folder")
-    table = token_vectors(args.work)
+    table = token_vectors(args.work, how=args.token_pass)
     counts = token_counts(args.corpus, args.work, not args.no_camel) if args.weighting == "sif" else None
     sif = weights(args.weighting, counts, len(table), args.sif)[:, None]
     if args.contextual:
@@ -355,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         "prior": args.prior if args.contextual else 0,
         "epochs": args.epochs if args.refine else 0,
     }
+    if args.token_pass != "alone":
+        recipe["pass"] = args.token_pass
     args.out.parent.mkdir(parents=True, exist_ok=True)
     digest = pack_table(args.out, reduced, recipe)
     print(f"{args.out}: {reduced.shape}, {args.out.stat().st_size / 1e6:.1f} MB, sha256 {digest[:12]}")
