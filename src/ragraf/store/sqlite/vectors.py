@@ -223,7 +223,9 @@ class VectorsMixin:
             approx = approx.ravel()[selected] * view.scales[selected]
             selected = selected[np.sort(np.argpartition(-approx, depth)[:depth])]
         ids = view.ids[selected]
-        scores = view.matrix[selected] @ vec
+        # Not `@`: OpenBLAS threads a 1,000-row product and its idle threads then spin, which cost a
+        # search 15-25 CPU-ms more than the product itself (~0.1 ms this way).
+        scores = np.einsum("ij,j->i", view.matrix[selected], vec)
         top = np.argpartition(-scores, min(limit, len(ids) - 1))[:limit]
         top = top[np.argsort(-scores[top])]
         best = {int(ids[i]): float(scores[i]) for i in top}
