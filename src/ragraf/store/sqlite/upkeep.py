@@ -104,8 +104,13 @@ class UpkeepMixin:
                 ).fetchall()
                 if r[0] not in tips
             ]
+            # Per view that loses revisions, the until_rev up to which its manifest rows may now hold
+            # for none: this view's oldest of the last `keep` (old holds some: tail exists), and every
+            # row of a view that goes whole.
+            bounds = {self.view: tail[0]} if old else {}
             views = [r[0] for r in db.execute("SELECT DISTINCT view FROM revisions WHERE view != ''")]
             gone = [v for v in views if v != self.view and os.path.isabs(v) and not os.path.isdir(v)]
+            bounds.update((view, LIVE_REV) for view in gone)
             for view in gone:  # `git worktree remove` took the folder: its view goes with it
                 old += [r[0] for r in db.execute("SELECT rev_no FROM revisions WHERE view = ?", (view,))]
                 db.execute("DELETE FROM stat_cache WHERE view = ?", (view,))
@@ -115,24 +120,17 @@ class UpkeepMixin:
             # are checked, not every content of the index.
             mark = db.execute("SELECT value FROM meta WHERE key = 'gc_content_mark'").fetchone()
             candidates: set[int] = set()
-            views_dropped = {self.view, *gone} if old else set()
             for rev_no in old:
                 db.execute("DELETE FROM revisions WHERE rev_no = ?", (rev_no,))
                 db.execute("DELETE FROM meta WHERE key LIKE ?", (_covered_key(rev_no, "%"),))
-            # A view loses its oldest revisions: the manifest rows that held only for them are those
-            # closed by the oldest of its last `keep` or before (all of a view's rows when none is
-            # kept) that hold for none of the branch tips kept below it.
-            for view in views_dropped:
-                oldest = tail[0] if view == self.view and tail is not None else None
-                if oldest is None:
-                    oldest = db.execute(
-                        "SELECT min(rev_no) FROM revisions WHERE view = ?", (view,)
-                    ).fetchone()[0]
+            # The manifest rows that held only for dropped revisions: closed by the bound or before,
+            # and holding for none of the branch tips kept below it.
+            for view, bound in bounds.items():
                 dead = db.execute(
                     "DELETE FROM manifest_rows WHERE view = ? AND until_rev <= ? AND NOT EXISTS (SELECT 1 "
                     "FROM revisions r WHERE r.view = manifest_rows.view AND r.rev_no >= manifest_rows.first_rev "
                     "AND r.rev_no < manifest_rows.until_rev) RETURNING content_id",
-                    (view, oldest if oldest is not None else LIVE_REV),
+                    (view, bound),
                 )
                 candidates.update(r[0] for r in dead)
             if gone:  # what only they named leaves the lexical index
