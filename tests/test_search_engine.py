@@ -90,3 +90,27 @@ async def test_mcp_search_at_top_k_5_is_the_first_five_of_the_cli_at_k_10(crowde
         mcp = result.structured_content["results"]
         key = ("path", "start_line", "end_line", "score")
         assert [[r[f] for f in key] for r in mcp] == [[r[f] for f in key] for r in cli["results"][:5]]
+
+
+def test_a_search_unpacks_the_text_of_the_chunks_it_shows_not_of_its_whole_pool(
+    crowded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragraf.store.base as base
+
+    unpacked: list[int] = []
+    real = base.unpack_text
+
+    def counting(stored: bytes | str) -> str:
+        unpacked.append(1)
+        return real(stored)
+
+    with Index.open(crowded, embedder="local") as idx:
+        idx.search("retry the request with a backoff", k=10)  # warm: the path index loads
+        store = idx.store()
+        rev_no = store.current_revision().rev_no
+        drawn = store.lexical_search('"retry" OR "request" OR "backoff"', rev_no, 100)
+        monkeypatch.setattr(base, "unpack_text", counting)
+        env = idx.search("retry the request with a backoff", k=10, mode="lexical")
+    assert len(env.results) == 10 and all(r.snippet for r in env.results)
+    # The lexical pool alone holds far more chunks than are shown; only shown ones were unpacked.
+    assert len(drawn) > 60 and 10 <= len(unpacked) <= 20, (len(drawn), len(unpacked))

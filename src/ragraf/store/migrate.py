@@ -19,6 +19,7 @@ from ragraf.store.base import (
     Revision,
     StatEntry,
     unpack_sites,
+    unpack_text,
 )
 from ragraf.store.columns import revision_values
 from ragraf.store.postgres import (
@@ -28,7 +29,6 @@ from ragraf.store.postgres import (
     default_repo_key,
 )
 from ragraf.store.sqlite import SqliteStore
-from ragraf.store.sqlite.sql import unpack_text
 from ragraf.tokens import index_text
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 
 from ragraf.store.base import ChunkHit, ContentBundle, ContentKey
 from ragraf.store.sqlite.bulk import defer_indexes
-from ragraf.store.sqlite.sql import pack_text, unpack_text
+from ragraf.store.sqlite.sql import pack_text
 
 _CURRENT_FTS = (
     "SELECT rowid AS id, bm25(chunks_fts, 1.0, 4.0) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
@@ -154,7 +154,7 @@ class ContentsMixin:
             "JOIN chunks c ON c.content_id = m.content_id WHERE m.rev_no = ? AND m.path = ? ORDER BY c.ord",
             (rev_no, path),
         ).fetchall()
-        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), 0.0, r[6]) for r in rows]
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, r[6]) for r in rows]
 
     def chunks_of_paths(self, rev_no: int, paths: list[str]) -> dict[str, list[ChunkHit]]:
         """chunks_of for several paths; a path the revision lacks maps to []."""
@@ -177,7 +177,7 @@ class ContentsMixin:
             "ORDER BY hits.score, m.path, c.start_line LIMIT ?",
             (match, match, rev_no, limit * 3 + 20, rev_no, limit),
         ).fetchall()
-        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), float(r[6]), r[7]) for r in rows]
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
 
     def _lexical_pruned(self, match: str, rev_no: int, limit: int) -> list[ChunkHit] | None:
         """The same answer as the one statement, scoring only the rows holding a query's rarer terms;
@@ -235,7 +235,5 @@ class ContentsMixin:
                 continue  # the rows holding a rare term cannot show it: count one more term rare
             if self.db.execute("PRAGMA data_version").fetchone()[0] != version:
                 return None  # another connection committed in between: the counts may be another state's
-            return [
-                ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), float(r[6]), r[7]) for r in found
-            ]
+            return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in found]
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import zlib
 
-from ragraf.store.base import LIVE_REV
+from ragraf.store.base import LIVE_REV, unpack_text
 from ragraf.tokens import INDEX_TEXT_VERSION, index_text
 
 
@@ -35,11 +35,6 @@ def _covered_key(rev_no: int, model: str) -> str:
 def pack_text(text: str) -> bytes:
     """A chunk's text as stored: zlib-compressed UTF-8 (source text shrinks about 4x)."""
     return zlib.compress(text.encode("utf-8"))
-
-
-def unpack_text(stored: bytes | str) -> str:
-    """A stored chunk text back (indexes from before schema 10 may still hold plain text)."""
-    return zlib.decompress(stored).decode("utf-8") if isinstance(stored, bytes) else stored
 
 
 def _fts_values(db: sqlite3.Connection, ids: list[int]) -> list[tuple[int, str, str]]:

@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - a dependency, absent only in a broken 
     simsimd = None
 
 from ragraf.store.base import ChunkHit
-from ragraf.store.sqlite.sql import _covered_key, unpack_text
+from ragraf.store.sqlite.sql import _covered_key
 
 # Rows an int8 pass keeps for exact scoring (at least ten per result): at 110,000 vectors it finds
 # every one of the true 40 nearest among its best 200, and the pass costs 2.5 against 21 ms of CPU.
@@ -48,7 +48,7 @@ class VectorsMixin:
             "GROUP BY c.id ORDER BY c.id LIMIT ?",
             (*args, rev_no, after_id, model, limit),
         ).fetchall()
-        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), 0.0) for r in rows]
+        return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], 0.0) for r in rows]
 
     def _unvouched_contents(self, rev_no: int, model: str) -> tuple[str, tuple[int, ...]]:
         """A query for the revision's contents that may lack vectors of model: those the newest
@@ -237,7 +237,7 @@ class VectorsMixin:
             f"WHERE c.id IN ({marks})",
             (rev_no, *best),
         ).fetchall()
-        hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], unpack_text(r[5]), best[r[0]], r[6]) for r in rows]
+        hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], best[r[0]], r[6]) for r in rows]
         hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
         return hits
 
