@@ -111,3 +111,46 @@ def test_an_older_revision_is_scored_in_full(tmp_path: Path, monkeypatch: pytest
         assert first is not None and store.current_revision().rev_no != first.rev_no  # type: ignore[union-attr]
         assert store._lexical_pruned(match, first.rev_no, 5) is None  # it reads the retained rows too
         assert store._lexical_pruned(match, store.current_revision().rev_no, 5) is not None  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="module")
+def named_everywhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """120 files, nearly all saying the project's name ("zodlike"), 40 saying "device", one "polynomial"."""
+    root = tmp_path_factory.mktemp("everywhere") / "repo"
+    files: dict[str, str | bytes] = {}
+    for i in range(120):
+        words = ["zodlike"] * (1 + i % 4) if i % 10 else []
+        words += ["device"] * (1 + i % 3) if i % 3 == 0 else []
+        words += ["polynomial"] if i == 9 else []
+        files[f"src/part_{i}.txt"] = (
+            " ".join(words + [f"word{(i * 7 + j) % 30}" for j in range(i % 11)]) + "\n"
+        )
+    write(root, files)
+    settled(root)
+    with Index.open(root) as idx:
+        idx.index(quiet=True)
+    return root
+
+
+def test_a_term_in_most_rows_is_left_out_only_when_the_others_fill_the_pool(
+    named_everywhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Index.open(named_everywhere) as idx:
+        store = idx.store()
+        rev_no = store.current_revision().rev_no  # type: ignore[union-attr]
+        both = fts_match(["zodlike", "device"])
+        rare = fts_match(["zodlike", "polynomial"])
+        counts = store._term_counts(both, rev_no)
+        assert counts is not None and counts.without_idle_terms(35)[0] == fts_match(["device"])
+        assert store._term_counts(rare, rev_no).without_idle_terms(35)[0] == rare  # type: ignore[union-attr]
+        fewer = store.lexical_search(both, rev_no, 5)  # "device" alone fills a pool of 35
+        lonely = store.lexical_search(rare, rev_no, 5)  # "polynomial" cannot: the name's rows stay
+        monkeypatch.setattr(store, "_term_counts", lambda match, rev_no: None)
+        every = store.lexical_search(both, rev_no, 40)
+        lonely_every = store.lexical_search(rare, rev_no, 5)
+    # The name gets FTS5's floor IDF (1e-6): the same hits, by the same scores give or take a millionth.
+    by_id = {h.chunk_id: h.score for h in every}
+    assert len(fewer) == 5 and all(abs(by_id[h.chunk_id] - h.score) < 1e-5 for h in fewer)
+    assert sorted(round(h.score, 4) for h in fewer) == sorted(round(h.score, 4) for h in every[:5])
+    assert [(h.chunk_id, h.score) for h in lonely] == [(h.chunk_id, h.score) for h in lonely_every]
+    assert len(lonely) == 5 and "polynomial" in lonely[0].text

@@ -7,6 +7,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import NamedTuple
 
 from ragraf.store.base import ChunkHit, ContentBundle, ContentKey
 from ragraf.store.sqlite.bulk import defer_indexes
@@ -47,6 +48,28 @@ def _idf(rows: int, hits: int) -> float:
     """FTS5's bm25 IDF of a phrase matching `hits` of `rows` rows."""
     idf = math.log((rows - hits + 0.5) / (hits + 0.5))
     return idf if idf > 0.0 else 1e-6
+
+
+class _TermCounts(NamedTuple):
+    """The rows of the current lexical table each term of a query matches, and all its rows."""
+
+    terms: list[str]
+    hits: dict[str, int]
+    rows: int
+    version: int  # PRAGMA data_version when counted
+
+    def without_idle_terms(self, pool: int) -> tuple[str, _TermCounts]:
+        """The match without the terms in half the rows or more, when the others alone fill the pool.
+
+        FTS5 gives such a term its floor IDF of 1e-6: it moves no score by more than a millionth, but
+        bm25 still walks its every occurrence in every row it holds (a repository's own name, `zod` in
+        97% of zod's chunks, was half the lexical search's time). Rows it alone matches would close the
+        pool with scores of ~0, so it is dropped only when another term matches a whole pool of rows.
+        """
+        live = [t for t in self.terms if _idf(self.rows, self.hits[t]) > 1e-6]
+        if len(live) == len(self.terms) or not live or max(self.hits[t] for t in live) < pool:
+            return _any(self.terms), self
+        return _any(live), self._replace(terms=live)
 
 
 class ContentsMixin:
@@ -162,9 +185,12 @@ class ContentsMixin:
 
     def lexical_search(self, match: str, rev_no: int, limit: int) -> list[ChunkHit]:
         """BM25 over chunk text and symbols, restricted to the chunks of one revision."""
-        found = self._lexical_pruned(match, rev_no, limit)
-        if found is not None:
-            return found
+        counts = self._term_counts(match, rev_no)
+        if counts is not None:
+            match, counts = counts.without_idle_terms(limit * 3 + 20)
+            found = self._lexical_pruned(match, rev_no, limit, counts)
+            if found is not None:
+                return found
         # The current revisions (one per view) share the lexical index, so over-fetch before the
         # manifest filter; an older revision also needs the rows of what it alone still names. One
         # statement, so a commit in between cannot move rows out from under the question.
@@ -179,18 +205,9 @@ class ContentsMixin:
         ).fetchall()
         return [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), r[7]) for r in rows]
 
-    def _lexical_pruned(self, match: str, rev_no: int, limit: int) -> list[ChunkHit] | None:
-        """The same answer as the one statement, scoring only the rows holding a query's rarer terms;
-        None when that cannot be shown to be the same (then the one statement answers).
-
-        FTS5 scores every row a term matches (a common word matches a fifth of a large repository's
-        chunks), and a row gets at most idf * (K1 + 1) from a term. So the rows holding none of the
-        rare terms score at most the sum of the common terms' bounds; when the rows holding a rare
-        term already fill the pool with scores better than that, the others cannot enter it. Those
-        rows are scored by the whole query, the common terms made to count nothing for rows holding
-        none of the rare ones (`ALL NOT (COMMON NOT RARE)`: a phrase under NOT adds 0.0 to a row's
-        score), so each score is the very one the one statement gives.
-        """
+    def _term_counts(self, match: str, rev_no: int) -> _TermCounts | None:
+        """How many rows of the current lexical table each term of an OR of terms matches; None for
+        another kind of match, one term, or an older revision (which also reads the retained rows)."""
         terms = _TERM.findall(match)
         if len(terms) < 2 or _TERM.sub("", match).replace(" OR ", "").strip():
             return None
@@ -202,10 +219,29 @@ class ContentsMixin:
             * len(terms),
             (rev_no, *(_any([t]) for t in terms)),
         ).fetchone()
-        block, current, hits = head[0], head[1], dict(zip(terms, head[2:], strict=True))
+        block, current = head[0], head[1]
         if not current or not isinstance(block, bytes):
-            return None  # an older revision also reads the retained rows
-        rows = _varint(block)
+            return None
+        return _TermCounts(terms, dict(zip(terms, head[2:], strict=True)), _varint(block), version)
+
+    def _lexical_pruned(
+        self, match: str, rev_no: int, limit: int, counts: _TermCounts | None = None
+    ) -> list[ChunkHit] | None:
+        """The same answer as the one statement, scoring only the rows holding a query's rarer terms;
+        None when that cannot be shown to be the same (then the one statement answers).
+
+        FTS5 scores every row a term matches (a common word matches a fifth of a large repository's
+        chunks), and a row gets at most idf * (K1 + 1) from a term. So the rows holding none of the
+        rare terms score at most the sum of the common terms' bounds; when the rows holding a rare
+        term already fill the pool with scores better than that, the others cannot enter it. Those
+        rows are scored by the whole query, the common terms made to count nothing for rows holding
+        none of the rare ones (`ALL NOT (COMMON NOT RARE)`: a phrase under NOT adds 0.0 to a row's
+        score), so each score is the very one the one statement gives.
+        """
+        counts = counts or self._term_counts(match, rev_no)
+        if counts is None or len(counts.terms) < 2:
+            return None
+        terms, hits, rows, version = counts
         pool = limit * 3 + 20
         order = sorted(terms, key=lambda t: (hits[t], t))
         most = {t: _idf(rows, hits[t]) * (_K1 + 1) for t in terms}
