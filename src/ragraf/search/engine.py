@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ragraf.facts.lookup import rank_definitions
 from ragraf.search.paths import path_index
@@ -133,7 +133,7 @@ def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Ca
                 continue
             # A chunk of several definitions is named for its first; asked for another, name that one.
             named = f"{d.container}.{d.name}" if d.container else d.name
-            chunk = chunk if chunk.symbol == named else replace(chunk, symbol=named)
+            chunk = chunk if chunk.symbol == named else chunk.replaced(symbol=named)
             i = by_key.get((d.path, chunk.chunk_id))
             if symbol_query:
                 # The defining chunk leads, in the order definitions rank (code before tests, shallow first).
@@ -142,9 +142,9 @@ def boost_definitions(store: Store, rev_no: int, query: str, candidates: list[Ca
                     by_key[(d.path, chunk.chunk_id)] = len(out)
                     out.append(Candidate(chunk, weight))
                 elif i not in boosted:
-                    out[i] = Candidate(replace(out[i].hit, symbol=chunk.symbol), weight)
+                    out[i] = Candidate(out[i].hit.replaced(symbol=chunk.symbol), weight)
             elif i is not None and i not in boosted:
-                out[i] = Candidate(replace(out[i].hit, symbol=chunk.symbol), out[i].score * 1.3)
+                out[i] = Candidate(out[i].hit.replaced(symbol=chunk.symbol), out[i].score * 1.3)
             if i is not None:
                 boosted.add(i)
     return out

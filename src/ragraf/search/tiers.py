@@ -9,7 +9,6 @@ of them is about the (r/c)-th. A complete transformer tier answers alone.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,4 +66,4 @@ def fuse_tiers(
     order = sorted(
         scores, key=lambda chunk_id: (-scores[chunk_id], hits[chunk_id].path, hits[chunk_id].start_line)
     )
-    return [dataclasses.replace(hits[c], score=scores[c]) for c in order[:limit]]
+    return [hits[c].replaced(score=scores[c]) for c in order[:limit]]

@@ -252,6 +252,11 @@ class ChunkHit:
     sha256: str = ""
     extra: dict[str, object] = field(default_factory=dict)
 
+    def replaced(self, **changes: object) -> ChunkHit:
+        """dataclasses.replace keeping the text as given (replace reads every field, unpacking it)."""
+        changes.setdefault("text", self.__dict__["_text"])
+        return replace(self, **changes)  # type: ignore[arg-type]
+
 
 ContentKey = tuple[str, str, str]  # (sha256, language, chunker): what content ids are stored under
 
