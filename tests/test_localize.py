@@ -262,6 +262,20 @@ def test_frames_in_vendored_code_rank_after_the_projects_own(tmp_path: Path) -> 
     assert [r["path"] for r in env.results] == ["lib/models.py", "lib/packages/wire/response.py"]
 
 
+def test_a_released_copy_of_a_library_ranks_after_the_projects_own_code(tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    tooltip = "function tooltip(el) {{ el.position(); el.offset(); return el.tooltip; }}\n"
+    write(root, {
+        # The copy says the report's words more often than the project's module does.
+        "site/static/jquery-3.5.1.js": tooltip.format() * 6,
+        "site/widgets.js": "export function tooltipPosition(el) {\n  return el.offset();\n}\n",
+    })  # fmt: skip
+    Index.open(root, embedder="none").index()
+    report = "Tooltip position is wrong\n\nThe tooltip offset ignores the scroll; position is off by the page offset.\n"
+    env = Index.open(root, embedder="none").localize(report, k=2)
+    assert [r["path"] for r in env.results] == ["site/widgets.js", "site/static/jquery-3.5.1.js"]
+
+
 def test_search_of_a_pasted_report_cites_the_files_localize_ranks(shop: Path) -> None:
     idx = Index.open(shop, embedder="none")
     files = [r["path"] for r in idx.localize(TRACEBACK_REPORT, k=4).results]

@@ -163,11 +163,19 @@ _VENDOR_DIRS = frozenset(
 )
 
 
+# A library copied in as released: its version or `.min` in the file name (`jquery-3.5.1.js`).
+_RELEASED_COPY = re.compile(r"(?:[-_.]v?\d+(?:\.\d+)+(?:\.min)?|\.min)\.(?:js|mjs|css)$", re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=65_536)
 def is_vendored_path(path: str) -> bool:
-    """True when a folder of the path holds third-party code the project carries (segment-exact)."""
-    folders = [part.lower() for part in _parts(path)[:-1]]
-    return any(part in _VENDOR_DIRS for part in folders) or "packages" in folders[1:]
+    """True when a folder of the path holds third-party code the project carries (segment-exact),
+    or the file is a released copy of a library (`static/jquery-3.5.1.js`, `bootstrap.min.css`)."""
+    parts = _parts(path)
+    folders = [part.lower() for part in parts[:-1]]
+    if any(part in _VENDOR_DIRS for part in folders) or "packages" in folders[1:]:
+        return True
+    return bool(parts) and _RELEASED_COPY.search(parts[-1]) is not None
 
 
 _WINDOWS_WORDS = frozenset({"win", "win32", "win64", "windows"})
