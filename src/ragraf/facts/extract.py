@@ -37,6 +37,7 @@ __all__ = [
     "Import",
     "Reference",
     "extract_facts",
+    "extract_index_facts",
     "qualified_name",
 ]
 
@@ -57,6 +58,8 @@ _Open = tuple[int, str, str, int]
 _Scope = tuple[int, int, str]
 # (start byte, name, line, is_call) of a reference before its container is known.
 _Raw = tuple[int, bytes, int, bool]
+# name -> (line, is_call, container) of each of its references, in file order: what the index stores.
+Sites = dict[str, list[tuple[int, bool, str | None]]]
 
 
 def extract_facts(text: str, language: str, tree: Tree | None = None) -> FileFacts:
@@ -71,10 +74,28 @@ def extract_facts(text: str, language: str, tree: Tree | None = None) -> FileFac
         query = _query_for(language, rules) if rules is not None else None
         if rules is None or query is None:
             return unsupported(language)
-        return _extract(text, language, rules, query, tree)
+        return _extract(text, language, rules, query, tree)[0]
     except Exception:  # a rule bug on one odd file must never stop an index run
         log.debug("facts extraction failed for a %s file", language, exc_info=True)
         return FileFacts(language, True, (), (), (), True)
+
+
+def extract_index_facts(text: str, language: str, tree: Tree | None = None) -> tuple[FileFacts, Sites | None]:
+    """extract_facts for the index: the references grouped by name as it stores them, built
+    straight from the query's captures without a Reference per use (`FileFacts.references` then
+    empty); None, with the references in the FileFacts, where a file's parts are parsed again
+    (syntax errors salvaged, macro items), whose merge works on References. Never raises."""
+    try:
+        if language == "markdown":
+            return markdown_facts(text), None
+        rules = rules_for(language)
+        query = _query_for(language, rules) if rules is not None else None
+        if rules is None or query is None:
+            return unsupported(language), None
+        return _extract(text, language, rules, query, tree, grouped=True)
+    except Exception:  # as in extract_facts
+        log.debug("facts extraction failed for a %s file", language, exc_info=True)
+        return FileFacts(language, True, (), (), (), True), None
 
 
 def parser_for(language: str) -> Parser:
@@ -104,11 +125,17 @@ def _query_for(language: str, rules: LanguageRules) -> Query | None:
     return _queries[language]
 
 
-def _extract(text: str, language: str, rules: LanguageRules, query: Query, tree: Tree | None) -> FileFacts:
+def _extract(
+    text: str, language: str, rules: LanguageRules, query: Query, tree: Tree | None, grouped: bool = False
+) -> tuple[FileFacts, Sites | None]:
     data = text.encode("utf-8", "surrogatepass")
     if tree is None:
         tree = parser_for(language).parse(data)
     root = tree.root_node
+    if grouped and not (root.has_error and rules.salvage) and not rules.macro_items:
+        sites: Sites = {}
+        facts = _facts_of(root, data, rules, query, sites=sites)
+        return FileFacts(language, True, *facts, root.has_error), sites
     facts = _facts_of(root, data, rules, query)
     if root.has_error and rules.salvage:
         known = frozenset(_known_names(facts[0], facts[2]))
@@ -132,18 +159,24 @@ def _extract(text: str, language: str, rules: LanguageRules, query: Query, tree:
             lambda part: _facts_of(part, data, rules, query, known),
             impl_name,
         )
-    return FileFacts(language, True, *facts, root.has_error)
+    return FileFacts(language, True, *facts, root.has_error), None
 
 
 def _facts_of(
-    root: Node, data: bytes, rules: LanguageRules, query: Query, known: frozenset[bytes] = frozenset()
+    root: Node,
+    data: bytes,
+    rules: LanguageRules,
+    query: Query,
+    known: frozenset[bytes] = frozenset(),
+    sites: Sites | None = None,
 ) -> Facts:
-    """The facts of one parse; `known` adds names the rest of the file defines or imports."""
+    """The facts of one parse; `known` adds names the rest of the file defines or imports. With
+    `sites`, the references go there, grouped by name, and not into the facts."""
     captures = QueryCursor(query).captures(root)
     definitions, scopes, name_starts = _definitions(captures, rules, data)
     imports = _imports(captures.get("import", ()), rules)
     names = _known_names(definitions, imports) | known
-    references = _references(captures, rules, data, scopes, names, name_starts)
+    references = _references(captures, rules, data, scopes, names, name_starts, sites)
     return definitions, references, imports
 
 
@@ -335,6 +368,7 @@ def _references(
     scopes: list[_Scope],
     known: set[bytes],
     skip: set[int],
+    sites: Sites | None = None,
 ) -> tuple[Reference, ...]:
     """Calls and name uses, one per (name, line, is_call), with their containers.
 
@@ -370,7 +404,7 @@ def _references(
     if len(found) > MAX_REFERENCES:
         found = _capped(found)
     excluded = sorted((node.start_byte, node.end_byte) for node in captures.get("import", ()))
-    return _sweep(found, scopes, excluded)
+    return _sweep(found, scopes, excluded, sites)
 
 
 def _adjacent(node: Node) -> bool:
@@ -389,9 +423,12 @@ def _capped(found: list[_Raw]) -> list[_Raw]:
     return sorted(calls + others)
 
 
-def _sweep(found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]]) -> tuple[Reference, ...]:
+def _sweep(
+    found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]], sites: Sites | None = None
+) -> tuple[Reference, ...]:
     """One pass over references in file order: drop repeats on a line and those inside `excluded`
-    ranges (import statements, recorded as imports), and attach the innermost container."""
+    ranges (import statements, recorded as imports), and attach the innermost container. With
+    `sites`, each reference is added there under its name instead (none returned)."""
     out: list[Reference] = []
     seen: set[tuple[bytes, int, bool]] = set()
     stack: list[_Scope] = []
@@ -424,7 +461,14 @@ def _sweep(found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, in
             top_end, top = _top(stack)
         name = raw.decode("utf-8", "replace")
         if "\n" not in name:
-            out.append(new_reference(name, line, top, is_call))
+            if sites is None:
+                out.append(new_reference(name, line, top, is_call))
+            else:
+                uses = sites.get(name)
+                if uses is None:
+                    sites[name] = [(line, is_call, top)]
+                else:
+                    uses.append((line, is_call, top))
     return tuple(out)
 
 

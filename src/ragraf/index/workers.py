@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import os
 import signal
@@ -20,11 +21,11 @@ from pathlib import Path
 from ragraf.chunking import SymbolSpan, chunk_text, parse
 from ragraf.config import Settings
 from ragraf.corpus.extract import Unindexable, extract
-from ragraf.facts import extract_facts, qualified_name
+from ragraf.facts import qualified_name
+from ragraf.facts.extract import Sites, extract_index_facts
 from ragraf.header_language import content_language
 from ragraf.languages import TREE_SITTER_LANGUAGES
 from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord, RefSites
-from ragraf.store.base import pack_sites
 from ragraf.tokens import index_texts
 
 # Below this many files a pool costs more to start than it saves.
@@ -38,7 +39,7 @@ def _facts(
 ) -> tuple[list[FactRecord], list[RefSites], str, list[SymbolSpan] | None]:
     """Definition and import rows, references by name, their status, and the definitions that
     name chunks (None: the chunker guesses)."""
-    facts = extract_facts(text, language, tree=tree)  # type: ignore[arg-type]
+    facts, sites = extract_index_facts(text, language, tree=tree)  # type: ignore[arg-type]
     if not facts.supported:
         return [], [], "unsupported", None
     # Where each line starts (one past the end last), so a definition's body is one slice of the text.
@@ -68,11 +69,27 @@ def _facts(
         FactRecord("import", i.name or i.module, None, None, i.line, i.line, i.line, i.module)
         for i in facts.imports
     )
-    sites: dict[str, list[tuple[int, bool, str | None]]] = {}
-    for r in facts.references:
-        sites.setdefault(r.name, []).append((r.line, r.is_call, r.container))
-    refs = [RefSites(name, pack_sites(uses)) for name, uses in sites.items()]
-    return rows, refs, "partial" if facts.partial else "supported", symbols
+    if sites is None:
+        sites = {}
+        for r in facts.references:
+            sites.setdefault(r.name, []).append((r.line, r.is_call, r.container))
+    return rows, _packed(sites), "partial" if facts.partial else "supported", symbols
+
+
+def _packed(sites: Sites) -> list[RefSites]:
+    """A row per name, its sites as pack_sites() gives them (the same string), each container
+    written as JSON once per file rather than every use through the encoder."""
+    containers: dict[str | None, str] = {None: "null"}
+    rows: list[RefSites] = []
+    for name, uses in sites.items():
+        parts: list[str] = []
+        for line, call, container in uses:
+            written = containers.get(container)
+            if written is None:
+                written = containers[container] = json.dumps(container)
+            parts.append(f"[{line},{1 if call else 0},{written}]")
+        rows.append(RefSites(name, "[" + ",".join(parts) + "]"))
+    return rows
 
 
 def analyse(
