@@ -18,9 +18,10 @@ from ragraf.store import ChunkHit, Store
 # transformer's list at weight 1 0.830, 2 0.846, 3 0.846, 5 0.846; merged as coverage samples of
 # the chunks each tier alone answers for (before) 0.820 (docs/embeddings.md). Its ranks read as
 # ranks among all chunks (rank / coverage), at 10/25/50% coverage: 0.806/0.859/0.862 ->
-# 0.818/0.862/0.861, the vectors alone 0.606/0.751/0.774 -> 0.667/0.785/0.797.
-TRANSFORMER_WEIGHT = 2.0
-RRF_K = 100  # measured for this fusion; the hybrid's (search/engine.py) is 60 since its pools are 100 deep
+# 0.818/0.862/0.861. With the hybrid's pools of 100, weight 3 and constant 30 against 2 and 100:
+# 0.832/0.862/0.859 -> 0.831/0.866/0.863 (24 settings at 25%, leave-one-repository-out 0.863).
+TRANSFORMER_WEIGHT = 3.0
+RRF_K = 30  # measured for this fusion; the hybrid's (search/engine.py) is 60 since its pools are 100 deep
 
 
 @dataclass(frozen=True)
