@@ -87,3 +87,38 @@ def test_unsupported_and_failed_files_have_no_references() -> None:
     facts, sites = extract_index_facts("just words\n", "text")
     assert not facts.supported and sites is None
     assert analyse("just words\n", "text", _Chunking())[2:] == ([], "unsupported")  # type: ignore[arg-type]
+
+
+def test_packing_survives_containers_that_look_like_list_boundaries() -> None:
+    from ragraf.index.workers import _packed
+
+    sites = {
+        "a": [(1, 1, None), (2, 0, 'odd]],[["\u00e9')],
+        "b": [(3, 0, "X.y")],
+        "c\u00e9": [(4, 1, "\ud800")],
+    }
+    rows = _packed(sites)  # type: ignore[arg-type]
+    assert rows == [RefSites(name, pack_sites(uses)) for name, uses in sites.items()]  # type: ignore[arg-type]
+    del sites["a"]
+    assert _packed(sites) == [RefSites(name, pack_sites(uses)) for name, uses in sites.items()]  # type: ignore[arg-type]
+
+
+def test_malformed_names_keep_their_uses_in_file_order() -> None:
+    # Two different malformed byte strings read as one name; their uses merge in file order.
+    from ragraf.facts.extract import _sweep, _sweep_grouped
+
+    found = [
+        (0, b"A\xff", 1, 1),
+        (5, b"A\xfe", 1, 0),
+        (9, b"B", 2, 1),
+        (12, b"A\xfe", 3, 1),
+        (20, b"A\xff", 3, 0),
+    ]
+    scopes = [(8, 15, "f")]
+    sites: dict[str, list[tuple[int, int, str | None]]] = {}
+    _sweep_grouped(found, scopes, [], sites)  # type: ignore[arg-type]
+    expected: dict[str, list[tuple[int, int, str | None]]] = {}
+    for r in _sweep(found, scopes, []):  # type: ignore[arg-type]
+        expected.setdefault(r.name, []).append((r.line, int(r.is_call), r.container))
+    assert sites == expected
+    assert sites["A\ufffd"] == [(1, 1, None), (1, 0, None), (3, 1, "f"), (3, 0, None)]

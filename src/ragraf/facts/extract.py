@@ -58,8 +58,9 @@ _Open = tuple[int, str, str, int]
 _Scope = tuple[int, int, str]
 # (start byte, name, line, is_call) of a reference before its container is known.
 _Raw = tuple[int, bytes, int, bool]
-# name -> (line, is_call, container) of each of its references, in file order: what the index stores.
-Sites = dict[str, list[tuple[int, bool, str | None]]]
+# name -> (line, 1 for a call else 0, container) of each of its references, in file order: what
+# the index stores.
+Sites = dict[str, list[tuple[int, int, str | None]]]
 
 
 def extract_facts(text: str, language: str, tree: Tree | None = None) -> FileFacts:
@@ -381,10 +382,11 @@ def _references(
     if "call.adjacent" in captures:
         calls = calls + [node for node in captures["call.adjacent"] if _adjacent(node)]
     # One loop for all three captures: this is the hottest code of an index run.
+    # is_call as 1 or 0: the form the index stores (a Reference gets a bool).
     for nodes, is_call, bare in (
-        (calls, True, False),
-        (captures.get("ref", ()), False, False),
-        (captures.get("name", ()), False, True),
+        (calls, 1, False),
+        (captures.get("ref", ()), 0, False),
+        (captures.get("name", ()), 0, True),
     ):
         for node in nodes:
             start = node.start_byte
@@ -404,7 +406,10 @@ def _references(
     if len(found) > MAX_REFERENCES:
         found = _capped(found)
     excluded = sorted((node.start_byte, node.end_byte) for node in captures.get("import", ()))
-    return _sweep(found, scopes, excluded, sites)
+    if sites is not None:
+        _sweep_grouped(found, scopes, excluded, sites)
+        return ()
+    return _sweep(found, scopes, excluded)
 
 
 def _adjacent(node: Node) -> bool:
@@ -423,14 +428,11 @@ def _capped(found: list[_Raw]) -> list[_Raw]:
     return sorted(calls + others)
 
 
-def _sweep(
-    found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]], sites: Sites | None = None
-) -> tuple[Reference, ...]:
+def _sweep(found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]]) -> tuple[Reference, ...]:
     """One pass over references in file order: drop repeats on a line and those inside `excluded`
-    ranges (import statements, recorded as imports), and attach the innermost container. With
-    `sites`, each reference is added there under its name instead (none returned)."""
+    ranges (import statements, recorded as imports), and attach the innermost container."""
     out: list[Reference] = []
-    seen: set[tuple[bytes, int, bool]] = set()
+    seen: set[tuple[bytes, int, int]] = set()
     stack: list[_Scope] = []
     index, count = 0, len(scopes)
     next_start = scopes[0][0] if scopes else -1
@@ -461,15 +463,60 @@ def _sweep(
             top_end, top = _top(stack)
         name = raw.decode("utf-8", "replace")
         if "\n" not in name:
-            if sites is None:
-                out.append(new_reference(name, line, top, is_call))
-            else:
-                uses = sites.get(name)
-                if uses is None:
-                    sites[name] = [(line, is_call, top)]
-                else:
-                    uses.append((line, is_call, top))
+            out.append(new_reference(name, line, top, is_call == 1))
     return tuple(out)
+
+
+def _sweep_grouped(
+    found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]], sites: Sites
+) -> None:
+    """_sweep into `sites`: the same references (a name's in file order), kept by name as the index
+    stores them, with no Reference built and each name decoded once."""
+    by_raw: dict[bytes, list[tuple[int, int, str | None]]] = {}
+    seen: set[tuple[bytes, int, int]] = set()
+    stack: list[_Scope] = []
+    index, count = 0, len(scopes)
+    next_start = scopes[0][0] if scopes else -1
+    top_end, top = _top(stack)
+    gap, gaps = 0, len(excluded)
+    for start, raw, line, is_call in found:
+        key = (raw, line, is_call)
+        if key in seen:
+            continue
+        if gaps:
+            while gap < gaps and excluded[gap][1] <= start:
+                gap += 1
+            if gap < gaps and excluded[gap][0] <= start:
+                continue
+        seen.add(key)
+        if 0 <= next_start <= start:
+            while index < count and scopes[index][0] <= start:
+                scope = scopes[index]
+                while stack and stack[-1][1] <= scope[0]:
+                    stack.pop()
+                stack.append(scope)
+                index += 1
+            next_start = scopes[index][0] if index < count else -1
+            top_end, top = _top(stack)
+        if top_end <= start:
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            top_end, top = _top(stack)
+        uses = by_raw.get(raw)
+        if uses is None:
+            by_raw[raw] = [(line, is_call, top)]
+        else:
+            uses.append((line, is_call, top))
+    try:
+        for raw, uses in by_raw.items():
+            if b"\n" not in raw:  # decoding keeps a newline byte as it is
+                sites[raw.decode("utf-8")] = uses
+    except UnicodeDecodeError:
+        # Malformed bytes: two such names may read as one ("\ufffd"), their uses then merged in
+        # file order, as _sweep gives them.
+        sites.clear()
+        for r in _sweep(found, scopes, excluded):
+            sites.setdefault(r.name, []).append((r.line, int(r.is_call), r.container))
 
 
 def _top(stack: list[_Scope]) -> tuple[int, str | None]:

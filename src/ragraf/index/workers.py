@@ -31,6 +31,7 @@ from ragraf.tokens import index_texts
 # Below this many files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 64
 _CHUNK = 16  # files a pool worker takes at a time
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode  # as pack_sites writes sites
 FAILED = "failed"  # the facts status of a file whose parse ran past the timeout or crashed
 
 
@@ -72,24 +73,22 @@ def _facts(
     if sites is None:
         sites = {}
         for r in facts.references:
-            sites.setdefault(r.name, []).append((r.line, r.is_call, r.container))
+            sites.setdefault(r.name, []).append((r.line, int(r.is_call), r.container))
     return rows, _packed(sites), "partial" if facts.partial else "supported", symbols
 
 
 def _packed(sites: Sites) -> list[RefSites]:
-    """A row per name, its sites as pack_sites() gives them (the same string), each container
-    written as JSON once per file rather than every use through the encoder."""
-    containers: dict[str | None, str] = {None: "null"}
-    rows: list[RefSites] = []
-    for name, uses in sites.items():
-        parts: list[str] = []
-        for line, call, container in uses:
-            written = containers.get(container)
-            if written is None:
-                written = containers[container] = json.dumps(container)
-            parts.append(f"[{line},{1 if call else 0},{written}]")
-        rows.append(RefSites(name, "[" + ",".join(parts) + "]"))
-    return rows
+    """A row per name, its sites as pack_sites() gives them (the same string), from one encoder
+    call per file: the JSON of every name's list, cut at the boundaries between lists."""
+    if not sites:
+        return []
+    lists = list(sites.values())
+    # Each list holds a site at least, so every boundary reads "]],[[", which only a container
+    # holding those characters could add: then the count is off, and each list is encoded alone.
+    parts = _COMPACT_JSON(lists)[3:-3].split("]],[[")
+    if len(parts) != len(lists):
+        return [RefSites(name, _COMPACT_JSON(uses)) for name, uses in sites.items()]
+    return [RefSites(name, "[[" + part + "]]") for name, part in zip(sites, parts, strict=True)]
 
 
 def analyse(
