@@ -58,14 +58,16 @@ def index_texts(texts: list[str]) -> list[str]:
     out: list[str] = []
     for text in texts:
         words = set(_WORD.findall(text))
-        for w in words - seen:
-            if not w.islower() or "_" in w.strip("_"):
-                e = _expansion(w)
-                if e:
-                    expansions[w] = e
-        seen |= words
+        new = words - seen
+        if new:
+            for w in new:
+                if not w.islower() or "_" in w.strip("_"):
+                    e = _expansion(w)
+                    if e:
+                        expansions[w] = e
+            seen |= new
         # One per word, as index_text: two words with one expansion (FooBar, Foo_Bar) give it twice.
-        extra = list(map(expansions.__getitem__, words & expansions.keys()))
+        extra = list(map(expansions.__getitem__, words & expansions.keys())) if expansions else None
         out.append(text + "\n" + " ".join(sorted(extra)) if extra else text)
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -28,9 +29,10 @@ class SymbolSpan:
 class LineSizes:
     """Prefix sums of non-blank characters per line, so any span's size is O(1)."""
 
-    def __init__(self, lines: list[str]) -> None:
-        # Sizes summed in C, then one per line added for its newline.
-        sizes = accumulate(map(len, map(str.strip, lines)), initial=0)
+    def __init__(self, lines: list[str], stripped: list[int] | None = None) -> None:
+        # Sizes summed in C, then one per line added for its newline. `stripped`: the lines'
+        # lengths without surrounding blanks, when the caller has them already.
+        sizes = accumulate(stripped if stripped is not None else map(len, map(str.strip, lines)), initial=0)
         self.prefix = [total + i for i, total in enumerate(sizes)]
 
     def size(self, start: int, end: int) -> int:
@@ -42,30 +44,41 @@ def merge_spans(
     spans: list[tuple[int, int]], sizes: LineSizes, max_chars: int, min_chars: int
 ) -> list[tuple[int, int]]:
     """Greedily join adjacent spans up to max_chars; then fold spans under min_chars into a neighbour."""
+    # Sizes read from the prefix sums in line (sizes.size per span costs a call each, and a text
+    # file has thousands of paragraphs).
+    prefix = sizes.prefix
     merged: list[tuple[int, int]] = []
     for start, end in spans:
-        if merged and sizes.size(merged[-1][0], end) <= max_chars:
+        if merged and prefix[end + 1] - prefix[merged[-1][0]] <= max_chars:
             merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
     result: list[tuple[int, int]] = []
+    most = max_chars * 3 // 2
     for start, end in merged:
-        small = result and min(sizes.size(start, end), sizes.size(*result[-1])) < min_chars
-        if small and sizes.size(result[-1][0], end) <= max_chars * 3 // 2:
-            result[-1] = (result[-1][0], end)
-        else:
-            result.append((start, end))
+        if result:
+            first, last = result[-1]
+            small = min(prefix[end + 1] - prefix[start], prefix[last + 1] - prefix[first]) < min_chars
+            if small and prefix[end + 1] - prefix[first] <= most:
+                result[-1] = (first, end)
+                continue
+        result.append((start, end))
     return result
 
 
 def windows(start: int, end: int, sizes: LineSizes, max_chars: int) -> list[tuple[int, int]]:
     """Cut 0-based lines start..end into consecutive windows of at most max_chars (a line never splits)."""
     out: list[tuple[int, int]] = []
+    prefix = sizes.prefix
     s = start
-    for i in range(start, end + 1):
-        if i > s and sizes.size(s, i) > max_chars:
-            out.append((s, i - 1))
-            s = i
+    while s <= end:
+        # The first line past s that would take the window over max_chars: sizes only grow, so
+        # a binary search over the prefix sums finds it without a step per line.
+        i = bisect_right(prefix, prefix[s] + max_chars, s + 2) - 1
+        if i > end:
+            break
+        out.append((s, i - 1))
+        s = i
     if s <= end:
         out.append((s, end))
     return out
