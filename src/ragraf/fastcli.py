@@ -18,10 +18,11 @@ import os
 import sys
 import zlib
 
-# The commands a server may answer: reads that take no stdin, write no file and print no help.
+# The commands a server may answer: reads that take no stdin, write no file and print no help
+# (`localize FILE` reads the report, the server resolving it from the caller's folder; `-` is stdin).
 READS = frozenset(
     {"def", "refs", "search", "outline", "read", "status", "callers", "callees", "graph", "impact",
-     "map", "related", "drift", "revisions", "changes"}
+     "map", "related", "drift", "revisions", "changes", "localize"}
 )  # fmt: skip
 _NOT_FORWARDED = {  # options that read a file or stdin relative to the caller, or write one
     "search": ("--queries",),
@@ -74,6 +75,8 @@ def requested_root(argv: list[str]) -> str | None:
             break
         if arg in _HELP or arg in refused or arg.split("=", 1)[0] in refused:
             return None
+        if arg == "-" and argv[0] == "localize":
+            return None  # the report on stdin: read here
         if arg == "--root":
             if i + 1 == len(argv):
                 return None

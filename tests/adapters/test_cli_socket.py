@@ -146,6 +146,30 @@ def test_a_served_read_prints_exactly_what_the_cli_prints_in_process(repo: Path,
         )
 
 
+def test_localize_of_a_report_file_is_served_and_of_stdin_answered_in_process(
+    repo: Path, env: dict[str, str]
+) -> None:
+    report = repo.parent / "issue.md"  # beside the repository: the caller's file, not the index's
+    report.write_text("Retry backoff ignores the timeout\n\nresolve_host retries without a backoff.\n")
+    with server(repo, env, "serve"):
+        for args in (
+            ("localize", "issue.md", "--root", "repo"),
+            ("localize", "issue.md", "--root", "repo", "--json"),
+        ):
+            *served, who = client(args, repo.parent, env)
+            *alone, who_alone = client(args, repo.parent, env, RAGRAF_NO_SERVER="1")
+            assert (who, who_alone) == ("server", "in-process") and served[2] == 0, args
+            assert served == alone, args
+        missing = client(("localize", "no-such-issue.md", "--root", "repo"), repo.parent, env)
+        assert missing[2:] == (2, "server") and "cannot read no-such-issue.md" in missing[1]
+        piped = subprocess.run(
+            [sys.executable, "-c", CLIENT, "localize", "-", "--json"],
+            cwd=repo, env=env, input=report.read_bytes(), capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert piped.returncode == 0 and Path(env["MARK_FILE"]).read_text() == "in-process"
+        assert json.loads(piped.stdout)["results"]
+
+
 def test_what_a_server_does_not_take_is_answered_in_process(repo: Path, env: dict[str, str]) -> None:
     with server(repo, env, "serve"):
         # Another root (a subfolder is its own root), a write, help, another environment.

@@ -113,6 +113,7 @@ def run_command(argv: list[str], cwd: str, prog: str) -> int:
         try:
             with main.make_context(prog, args, default_map=default_map) as ctx:
                 ctx.meta["ragraf.argv"] = list(argv)  # as typed: the next-page hint repeats it
+                ctx.meta["ragraf.cwd"] = cwd  # a file argument (localize's report) is the client's
                 main.invoke(ctx)
         except (EOFError, KeyboardInterrupt):
             click.echo(file=sys.stderr)
