@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import replace
 
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
@@ -428,10 +429,12 @@ def _capped(found: list[_Raw]) -> list[_Raw]:
     return sorted(calls + others)
 
 
-def _sweep(found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]]) -> tuple[Reference, ...]:
+def _kept(
+    found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]]
+) -> Iterator[tuple[bytes, int, int, str | None]]:
     """One pass over references in file order: drop repeats on a line and those inside `excluded`
-    ranges (import statements, recorded as imports), and attach the innermost container."""
-    out: list[Reference] = []
+    ranges (import statements, recorded as imports); (name bytes, line, is_call, innermost container)
+    of each one kept."""
     seen: set[tuple[bytes, int, int]] = set()
     stack: list[_Scope] = []
     index, count = 0, len(scopes)
@@ -461,6 +464,13 @@ def _sweep(found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, in
             while stack and stack[-1][1] <= start:
                 stack.pop()
             top_end, top = _top(stack)
+        yield raw, line, is_call, top
+
+
+def _sweep(found: list[_Raw], scopes: list[_Scope], excluded: list[tuple[int, int]]) -> tuple[Reference, ...]:
+    """The references _kept keeps, as References."""
+    out: list[Reference] = []
+    for raw, line, is_call, top in _kept(found, scopes, excluded):
         name = raw.decode("utf-8", "replace")
         if "\n" not in name:
             out.append(new_reference(name, line, top, is_call == 1))
@@ -473,35 +483,7 @@ def _sweep_grouped(
     """_sweep into `sites`: the same references (a name's in file order), kept by name as the index
     stores them, with no Reference built and each name decoded once."""
     by_raw: dict[bytes, list[tuple[int, int, str | None]]] = {}
-    seen: set[tuple[bytes, int, int]] = set()
-    stack: list[_Scope] = []
-    index, count = 0, len(scopes)
-    next_start = scopes[0][0] if scopes else -1
-    top_end, top = _top(stack)
-    gap, gaps = 0, len(excluded)
-    for start, raw, line, is_call in found:
-        key = (raw, line, is_call)
-        if key in seen:
-            continue
-        if gaps:
-            while gap < gaps and excluded[gap][1] <= start:
-                gap += 1
-            if gap < gaps and excluded[gap][0] <= start:
-                continue
-        seen.add(key)
-        if 0 <= next_start <= start:
-            while index < count and scopes[index][0] <= start:
-                scope = scopes[index]
-                while stack and stack[-1][1] <= scope[0]:
-                    stack.pop()
-                stack.append(scope)
-                index += 1
-            next_start = scopes[index][0] if index < count else -1
-            top_end, top = _top(stack)
-        if top_end <= start:
-            while stack and stack[-1][1] <= start:
-                stack.pop()
-            top_end, top = _top(stack)
+    for raw, line, is_call, top in _kept(found, scopes, excluded):
         uses = by_raw.get(raw)
         if uses is None:
             by_raw[raw] = [(line, is_call, top)]
