@@ -35,6 +35,19 @@ def test_vectors_are_unit_length_deterministic_and_independent_of_their_batch() 
     assert embedder.embed_query(texts[1]) @ embedder.embed(["parse JSON body of a request"])[0] > 0.5
 
 
+def test_a_repeated_token_weighs_the_square_root_of_its_count() -> None:
+    embedder = StaticEmbedder()
+    embedder.load()
+    table = embedder._table
+    assert table is not None
+    [server], [error] = embedder.token_ids(["server", "error"])  # one WordPiece each
+    want = 3.0 * table[server] + table[error]  # "server" nine times: weight 3, not 9
+    want /= np.linalg.norm(want)
+    got = embedder.embed(["server " * 9 + "error"])[0]
+    assert np.allclose(got, want, atol=1e-5)
+    assert not np.allclose(got, embedder.embed(["server error"])[0], atol=1e-3)
+
+
 def test_word_by_word_tokenizing_gives_the_tokenizers_own_ids() -> None:
     from tokenizers import Tokenizer
 
