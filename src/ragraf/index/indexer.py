@@ -51,7 +51,8 @@ from ragraf.store import (
     laid_over,
 )
 
-_BATCH_FILES = 200
+_BATCH_FILES = 200  # new contents stored at a time...
+_BATCH_TEXT = 16 << 20  # ...or fewer, once their chunks hold this many characters (generated headers)
 # Up to this many moved files a run commits a change to the current revision (index_moved);
 # past it, the whole pass over the listing costs about the same.
 CHANGE_MAX_FILES = 2000
@@ -317,7 +318,7 @@ def read_new(
     ]
     taken: dict[str, str] = {}
     new_chunks = 0
-    batch: list[ContentBundle] = []
+    batch = _Batch(store)
     progress.start("reading and chunking files", len(jobs))
     for (_key, path), bundle in zip(jobs, prepare_all(jobs, settings), strict=True):
         progress.advance()
@@ -326,13 +327,31 @@ def read_new(
         _warn_failed(bundle, path, settings, warnings)
         taken[path] = bundle.key[0]
         new_chunks += len(bundle.chunks)
-        batch.append(bundle)
-        if len(batch) >= _BATCH_FILES:
-            store.add_contents(batch)
-            batch = []
-    store.add_contents(batch)
+        batch.add(bundle)
+    batch.flush()
     progress.done()
     return taken, new_chunks
+
+
+class _Batch:
+    """New contents stored _BATCH_FILES at a time, or fewer when they hold _BATCH_TEXT of chunks;
+    `ids` gathers their content ids."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.bundles: list[ContentBundle] = []
+        self.text = 0
+        self.ids: dict[ContentKey, int] = {}
+
+    def add(self, bundle: ContentBundle) -> None:
+        self.bundles.append(bundle)
+        self.text += sum(len(c.text) + len(c.index_text) for c in bundle.chunks)
+        if len(self.bundles) >= _BATCH_FILES or self.text >= _BATCH_TEXT:
+            self.flush()
+
+    def flush(self) -> None:
+        self.ids.update(self.store.add_contents(self.bundles))
+        self.bundles, self.text = [], 0
 
 
 def _warn_failed(bundle: ContentBundle, path: str, settings: Settings, warnings: list[str]) -> None:
@@ -363,7 +382,7 @@ def store_contents(
     missing = [key for key in need if key not in ids]
     new_chunks = 0
     progress.start("chunking files", len(missing))
-    batch: list[ContentBundle] = []
+    batch = _Batch(store)
     jobs = [(key, need[key][0]) for key in missing]
     tries = 1
     while jobs:
@@ -376,13 +395,11 @@ def store_contents(
                 continue
             _warn_failed(bundle, path, settings, warnings)
             new_chunks += len(bundle.chunks)
-            batch.append(bundle)
-            if len(batch) >= _BATCH_FILES:
-                ids.update(store.add_contents(batch))
-                batch = []
+            batch.add(bundle)
         jobs = [(key, need[key][tries]) for key in failed if len(need[key]) > tries]
         tries += 1
-    ids.update(store.add_contents(batch))
+    batch.flush()
+    ids.update(batch.ids)
     progress.done()
     return ids, new_chunks
 

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from itertools import accumulate, islice
 from pathlib import Path
 
@@ -31,6 +31,9 @@ from ragraf.tokens import index_texts
 # Below this many files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 64
 _CHUNK = 16  # files a pool worker takes at a time
+# ... or fewer, up to this much source: the bundles of a few submissions wait in this process, and
+# sixteen 1 MB generated headers (register maps) come back as hundreds of MB of chunks and facts.
+_CHUNK_BYTES = 1 << 20
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode  # as pack_sites writes sites
 FAILED = "failed"  # the facts status of a file whose parse ran past the timeout or crashed
 
@@ -231,20 +234,34 @@ def _in_order(
     batch: range,
     workers: int,
 ) -> Iterator[ContentBundle | None]:
-    """The bundles of tasks[batch], in order, _CHUNK jobs a submission with a few submissions
-    ahead of the caller: Executor.map would submit them all at once, and bundles done before the
-    caller (the writes to the index) takes them would pile up in this process, the whole
-    repository's chunks and facts at worst."""
+    """The bundles of tasks[batch], in order, a few submissions (_submissions) ahead of the
+    caller: Executor.map would submit them all at once, and bundles done before the caller (the
+    writes to the index) takes them would pile up in this process, the whole repository's chunks
+    and facts at worst."""
     ahead = workers * 4
     pending: deque[Future[list[ContentBundle | None]]] = deque()
-    starts = iter(range(batch.start, batch.stop, _CHUNK))
+    submissions = _submissions(tasks, batch)
     while True:
-        for first in islice(starts, ahead - len(pending)):
-            last = min(first + _CHUNK, batch.stop)
+        for first, last in islice(submissions, ahead - len(pending)):
             pending.append(pool.submit(_prepare_chunk, tasks[first:last], marks, first))
         if not pending:
             return
         yield from pending.popleft().result()
+
+
+def _submissions(tasks: list[tuple[ContentKey, str, Settings]], batch: range) -> Iterator[tuple[int, int]]:
+    """Consecutive [first, last) slices of batch: _CHUNK files each, fewer when they hold more
+    than _CHUNK_BYTES of source (a file that has vanished counts as empty)."""
+    first, size = batch.start, 0
+    for i in batch:
+        _, path, settings = tasks[i]
+        if i > first and (i - first == _CHUNK or size >= _CHUNK_BYTES):
+            yield first, i
+            first, size = i, 0
+        with suppress(OSError):
+            size += os.stat(Path(settings.root) / path).st_size
+    if first < batch.stop:
+        yield first, batch.stop
 
 
 def _prepare_alone(task: tuple[ContentKey, str, Settings], method: str) -> ContentBundle | None:
