@@ -84,3 +84,64 @@ def test_a_threaded_process_forks_its_big_batches_from_the_fork_server(
     ]  # type: ignore[attr-defined]
     assert methods == ["forkserver"] and threaded == [min(os.cpu_count() or 1, 8)]
     assert not workers._KEPT  # only the one worker of small batches is kept
+
+
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = {c for c, parent in parents.items() if parent == p}
+        found |= kids
+        todo.extend(kids)
+    return found
+
+
+SERVER = """
+import sys, threading, time
+from pathlib import Path
+from ragraf.config import load_settings
+from ragraf.index import workers
+from ragraf.languages import language_of
+root = Path(sys.argv[1])
+threading.Thread(target=time.sleep, args=(600,), daemon=True).start()  # a server's threads
+settings = load_settings(root, env={"RAGRAF_HOME": str(root / ".home")})
+jobs = [(("", language_of("a.py"), settings.chunk_params()), "a.py")]
+assert all(b is not None for b in workers.prepare_all(jobs, settings))
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_killed_server_leaves_no_fork_server_or_worker_behind(tmp_path: Path, how: str) -> None:
+    # The fork server's worker holds the server's end of the line to its owner, and watched only its
+    # own parent (the fork server): the two kept each other alive after the owner was gone.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    write(tmp_path, {"a.py": "def f():\n    return 1\n"})
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        left = _descendants(proc.pid)
+        assert len(left) >= 3  # the fork server, its worker, the resource tracker
+    finally:
+        proc.send_signal(getattr(signal, how))
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in left):
+        time.sleep(0.1)
+    alive = [pid for pid in left if Path(f"/proc/{pid}").exists()]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the fork server or its worker outlived the server"

@@ -305,19 +305,33 @@ def _pool(workers: int, method: str) -> ProcessPoolExecutor:
     context = multiprocessing.get_context(method)
     if method == "forkserver":
         context.set_forkserver_preload([__name__])  # workers start with this module imported
-    # A fork server's worker is its child, not ours; the server ends with this process.
-    parent = None if method == "forkserver" else os.getpid()
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with, initargs=(parent,))
+    served = method == "forkserver"
+    return ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_exit_with, initargs=(os.getpid(), served)
+    )
 
 
-def _exit_with(parent: int | None) -> None:
-    """A worker ends when the process that started it is gone (an indexer killed with SIGKILL,
-    say): a pool worker waits for work forever otherwise, holding its memory."""
-    parent = parent or os.getppid()
+def _exit_with(owner: int, served: bool) -> None:
+    """A worker ends when the process that made its pool is gone (an indexer or a server killed
+    with SIGKILL or SIGTERM, say): a pool worker waits for work forever otherwise, holding its
+    memory. A fork server's worker is the server's child, and holds the server's end of the line
+    to the owner itself (multiprocessing hands it to every child), so neither would see the owner
+    go: it asks whether the owner's pid still lives."""
+
+    def gone() -> bool:
+        if not served:
+            return os.getppid() != owner
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # the pid went to another user's process
+            return True
+        return False
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while not gone():
             time.sleep(1.0)
         os._exit(1)
 
-    threading.Thread(target=watch, name="ragraf-parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name="ragraf-owner-watch", daemon=True).start()
