@@ -316,3 +316,43 @@ def test_a_served_index_after_a_quiet_live_loop_stats_only_what_the_kernel_named
         thread.join(timeout=60)
         idx.close()
     assert quiet_hint(repo) is None  # a stopped loop gives no hint
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_served_index_right_after_an_edit_waits_for_the_live_loop_not_a_whole_pass(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from ragraf import Index
+    from ragraf.adapters import cli_socket
+    from ragraf.adapters.live_index import live_ops
+    from ragraf.freshness import snapshot
+    from ragraf.index.live import LiveLoop, LiveRun, quiet_hint
+
+    runs: list[LiveRun] = []
+    idx = Index.open(repo)
+    stop = threading.Event()
+    loop = LiveLoop(idx.settings.root, idx.settings.home, live_ops(idx), runs.append, print, stop)
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(runs) == 1 and quiet_hint(repo) is not None, "the loop caught up, quiet")
+        whole: list[str] = []
+        for name in ("changes_since", "moved_files"):  # the index's and the guard's passes over every file
+            fn = getattr(snapshot, name)
+            monkeypatch.setattr(snapshot, name, lambda *a, _fn=fn, _n=name: whole.append(_n) or _fn(*a))
+        (repo / "src/app/retry.py").write_text("def edited_just_now():\n    return 1\n")
+        assert cli_socket._small_change(repo)  # at once, while the loop has the event to read
+        assert len(runs) == 2  # it waited for the loop's run of the edit
+        argv = ["index", "--json", "--root", str(repo)]
+        with cli_socket._hinted(argv, repo), Index.open(repo) as served:
+            report = served.index(lexical_only=True).to_dict()
+            assert report["files_read"] <= 1 and whole == []
+            hits = served.search("edited_just_now", mode="lexical").results
+        assert hits and hits[0].path == "src/app/retry.py"
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        idx.close()
+    assert quiet_hint(repo, wait_s=5.0) is None  # a stopped loop: no hint, and no wait

@@ -30,6 +30,7 @@ from ragraf.fastcli import MAGIC, READS, answering_env, private_dir, requested_r
 log = logging.getLogger(__name__)
 
 SERVED_CHANGE_FILES = 50  # an `index` with this many changed files or fewer runs in the server
+LIVE_WAIT_S = 2.0  # how long a served `index` waits for a busy live loop of its root to go quiet
 CHECK_S = 1.0  # how often the listener looks for a removed root or index home
 _READ_TIMEOUT_S = 5.0  # a client that connects and sends nothing
 
@@ -311,7 +312,7 @@ def _hinted(argv: list[str], root: Path) -> contextlib.AbstractContextManager[No
     it is quiet: the run stats only that, not the whole tree (index/live.py's quiet_hint)."""
     from ragraf.index.live import quiet_hint
 
-    hint = quiet_hint(root) if argv[0] == "index" else None
+    hint = quiet_hint(root, wait_s=LIVE_WAIT_S) if argv[0] == "index" else None
     if hint is None:
         return contextlib.nullcontext()
     from ragraf.index.indexer import named_changes
@@ -323,10 +324,12 @@ def _small_change(root: Path) -> bool:
     """At most SERVED_CHANGE_FILES changed on disk since the current revision: the server's warm
     run of `ragraf index` takes a fraction of the client's start-up. A larger run is the
     client's, with its progress and its Ctrl-C. A quiet live loop of the root in this process
-    says so from what the kernel named since its last run; else this process's guard (watched)."""
+    says so from what the kernel named since its last run (an `index` right after an edit waits
+    for the loop to index it: the guard's pass instead stats the whole tree, 0.45 CPU-s at 100,000
+    files); else this process's guard (watched)."""
     from ragraf.index.live import quiet_hint
 
-    hint = quiet_hint(root)
+    hint = quiet_hint(root, wait_s=LIVE_WAIT_S)
     if hint is not None:
         return len(hint.paths) + hint.read_last <= SERVED_CHANGE_FILES
     from ragraf.api import Index

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 DEBOUNCE_S = 0.05
 MAX_DELAY_S = 0.5  # a burst that never goes quiet (continuous edits) is still indexed this soon
 POLL_S = 1.0  # the stat pass's interval where the kernel cannot tell
+QUIET_POLL_S = 0.02  # how often quiet_hint looks again at a busy loop
 LOCK_POLL_S = 0.2  # how often to look whether a manual `ragraf index` released the lock
 # The slow tier holds the writer lock this long at most, then lets go for a moment: a manual
 # `ragraf index` waiting for the lock (it looks every 0.1 s) gets it before the tier goes on.
@@ -143,12 +144,26 @@ def prune_for(root: Path, home: Path) -> Callable[[str], bool]:
 _LOOPS: dict[str, LiveLoop] = {}  # the running loops of this process, by real root
 
 
-def quiet_hint(root: Path | str) -> Named | None:
+def quiet_hint(root: Path | str, wait_s: float = 0.0) -> Named | None:
     """What the kernel named under root since the last run of this process's live loop, when the
     loop watches it, every event was seen and none waits to be read: another run in this process
-    (a served `ragraf index`) may stat only that. None otherwise."""
+    (a served `ragraf index`) may stat only that. None otherwise; with `wait_s`, a loop busy with
+    a change (an `index` right after an edit) is given that long to index it and go quiet."""
     loop = _LOOPS.get(os.path.realpath(root))
-    return loop.quiet_hint() if loop is not None else None
+    if loop is None:
+        return None
+    deadline = time.monotonic() + wait_s
+    hint = loop.quiet_hint()
+    # A loop that polls gives no hint ever: no wait for it.
+    while (
+        hint is None
+        and loop.watch is not None
+        and time.monotonic() < deadline
+        and _LOOPS.get(loop.real) is loop
+    ):
+        time.sleep(QUIET_POLL_S)
+        hint = loop.quiet_hint()
+    return hint
 
 
 class LiveLoop:
@@ -168,6 +183,7 @@ class LiveLoop:
         self.root, self.ops, self.on_run, self.on_note = root, ops, on_run, on_note
         self.stop = stop or threading.Event()
         self.watch: TreeWatch | None = TreeWatch(root, prune_for(root, home)) if use_inotify else None
+        self.real = os.path.realpath(root)
         self.runs = 0
         self.mode = "poll"
         self._embed_owed = False
@@ -190,7 +206,7 @@ class LiveLoop:
                 self.on_note(f"watching by a stat pass every {POLL_S:g}s: {self.watch.why_not}")
                 self.watch.close()
                 self.watch = None
-        real = os.path.realpath(self.root)
+        real = self.real
         _LOOPS[real] = self
         try:
             self._run("start", TreeChanges(), time.monotonic())
@@ -217,9 +233,8 @@ class LiveLoop:
     def _hint(self, watch: TreeWatch, named: TreeChanges, read_last: int = 0) -> Named:
         from ragraf.index.indexer import Named
 
-        real = os.path.realpath(self.root)
         return Named(
-            real,
+            self.real,
             frozenset(named.paths),
             frozenset(named.folders),
             frozenset(watch.folders.values()),
