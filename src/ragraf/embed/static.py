@@ -175,7 +175,12 @@ class StaticEmbedder:
         # tier alone, hybrid NDCG@10 by the count's exponent: 1 (the count) .838, .75 .844, .6 .846,
         # .5 .846, .4 .843, .25 .835, 0 (each token once) .829 (docs/embeddings.md).
         weights = np.sqrt(counts.astype(np.float32))
-        sums = np.add.reduceat(self._table[tokens] * weights[:, None], starts, axis=0)
+        # A weighted sum of each text's rows, one vector-matrix product per text: np.add.reduceat
+        # over the weighted rows took 45 ms for a batch of 128 chunks, these products 4 (the
+        # table's embedding of speed-corpus chunks 3,100 -> 6,900 per CPU-second).
+        rows = self._table[tokens]
+        bounds = [*starts.tolist(), len(tokens)]
+        sums = np.stack([weights[a:b] @ rows[a:b] for a, b in itertools.pairwise(bounds)])
         return normalize(sums)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
