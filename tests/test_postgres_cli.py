@@ -110,3 +110,42 @@ def test_each_checkout_of_a_shared_index_keeps_its_own_file_stats(
     assert reader.search("TCPConnector").to_dict()["state"] == "fresh" and len(hashed) == 5
     for idx in (*checkouts, reader):
         idx.close()
+
+
+def test_the_static_tier_is_embedded_beside_the_parse_on_postgres(
+    sample: Path,
+    pg_dsn: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragraf.embed.static import StaticEmbedder
+    from ragraf.index import embedding
+    from ragraf.index.embedding import embed_text
+
+    env = {
+        "RAGRAF_STORE": "postgres", "RAGRAF_PG_DSN": pg_dsn, "RAGRAF_HOME": str(sample.parent / "home"),
+        "RAGRAF_EMBEDDER": "static",
+    }  # fmt: skip
+    root = sample.parent / f"repo-{uuid.uuid4().hex[:8]}"
+    sample.rename(root)
+    after: list[int] = []  # texts the embedding phase embeds after the parse
+    phase = embedding.embed_with_cache
+    monkeypatch.setattr(
+        embedding,
+        "embed_with_cache",
+        lambda e, c, texts, *a: after.append(len(texts)) or phase(e, c, texts, *a),
+    )
+    with Index(load_settings(root, env=env)) as idx:
+        report = idx.index()
+        assert report.embeddings["computed"] == report.chunks["total"] > 0 and sum(after) == 0
+        store = idx.store()
+        rev = store.current_revision()
+        assert rev is not None
+        embedder = StaticEmbedder()
+        for path in ("src/app/retry.py", "src/app/server.py"):
+            for hit in store.chunks_of(rev.rev_no, path):
+                fresh = embedder.embed([embed_text(hit)])[0]
+                # The stored vector is the one the embedding phase would have made: its own nearest, at 1.
+                nearest = store.vector_search(rev.rev_no, embedder.model_id, fresh.tobytes(), embedder.dim, 1)
+                assert nearest[0].chunk_id == hit.chunk_id and nearest[0].score > 0.9999
+        found = idx.search("exponential waiting between attempts", mode="vector")
+        assert found.results and found.capability.tiers == {"static": 1.0}

@@ -52,6 +52,8 @@ class Settings:
     # Not configuration: set for a git work tree, whose index is a view in its repository's one file.
     view: str = ""
     repo_key: str = ""
+    # Not configuration: the static model an index run's workers embed new chunks with ("" none).
+    static_model: str = ""
 
     @property
     def db_path(self) -> Path:
@@ -69,7 +71,7 @@ class Settings:
 _INT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", int)}
 _FLOAT_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("float", float)}
 _BOOL_FIELDS = {f.name for f in dataclasses.fields(Settings) if f.type in ("bool", bool)}
-_KEYS = {f.name for f in dataclasses.fields(Settings)} - {"root", "home", "view", "repo_key"}
+_KEYS = {f.name for f in dataclasses.fields(Settings)} - {"root", "home", "view", "repo_key", "static_model"}
 
 
 # The values each number may take (inclusive); a value outside is refused when settings load, with

@@ -222,3 +222,58 @@ def test_the_same_content_at_a_second_path_needs_no_static_vector_again(tmp_path
     write(a, {"src/copy.py": (a / "src/app/retry.py").read_text()})
     second = cli_json("index", "--root", str(a), env=env)
     assert second["embeddings"]["computed"] == 0
+
+
+def _stored_vectors(idx: Index) -> dict[int, np.ndarray]:
+    db = sqlite3.connect(str(idx.settings.db_path))
+    try:
+        return {
+            cid: np.frombuffer(vec, dtype=np.float32)
+            for cid, vec in db.execute("SELECT chunk_id, vec FROM vectors")
+        }
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("files", [6, 90])  # one forked worker; a pool of spawned ones
+def test_each_new_chunk_gets_its_static_vector_beside_the_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int
+) -> None:
+    from ragraf.index import embedding
+    from ragraf.index.embedding import embed_text
+
+    root = tmp_path / "repo"
+    write(
+        root,
+        {
+            f"pkg/m{i:03d}.py": f"def handler_{i}(request):\n    return retry(request, {i})\n"
+            for i in range(files)
+        },
+    )
+    after: list[int] = []  # texts the embedding phase embeds after the parse, in this process
+    phase = embedding.embed_with_cache
+    monkeypatch.setattr(
+        embedding,
+        "embed_with_cache",
+        lambda e, c, texts, *a: after.append(len(texts)) or phase(e, c, texts, *a),
+    )
+    idx = Index.open(root, home=str(tmp_path / "home"), embedder="static")
+    report = idx.index()
+    chunks = report.chunks["total"]
+    assert sum(after) == 0 and report.embeddings["computed"] == chunks == files
+    stored = _stored_vectors(idx)
+    rev = idx.store().current_revision()
+    assert rev is not None
+    hits = [h for i in range(files) for h in idx.store().chunks_of(rev.rev_no, f"pkg/m{i:03d}.py")]
+    assert len(hits) == len(stored) == chunks
+    fresh = StaticEmbedder().embed([embed_text(h) for h in hits])
+    assert np.array_equal(
+        np.stack([stored[h.chunk_id] for h in hits]), fresh
+    )  # as the phase would embed them
+    # --lexical-only leaves embeddings for later, the static tier's too.
+    write(root, {"pkg/late.py": "def arrived_late():\n    return 0\n"})
+    assert idx.index(lexical_only=True).files["added"] == 1
+    assert len(_stored_vectors(idx)) == chunks
+    assert idx.index().embeddings["computed"] == 1 and len(_stored_vectors(idx)) == chunks + 1
+    assert sum(after) == 1  # that one by the embedding phase
+    idx.close()

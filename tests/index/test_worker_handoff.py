@@ -77,10 +77,10 @@ def test_new_contents_are_stored_in_smaller_batches_when_their_chunks_are_big(
     batches: list[int] = []
     add = SqliteStore.add_contents
 
-    def counted(self, items):  # type: ignore[no-untyped-def]
+    def counted(self, items, *rest):  # type: ignore[no-untyped-def]
         if items:
             batches.append(len(items))
-        return add(self, items)
+        return add(self, items, *rest)
 
     monkeypatch.setattr(SqliteStore, "add_contents", counted)
     monkeypatch.setattr(indexer, "_BATCH_TEXT", 25_000)

@@ -619,7 +619,9 @@ def test_an_index_from_an_older_ragraf_is_migrated_on_open(
     dsn = fresh_database(pg_server)
     add_contents = PostgresStore._add_contents
 
-    def one_fact_per_use(self: PostgresStore, conn: psycopg.Connection, items: list[ContentBundle]) -> object:
+    def one_fact_per_use(
+        self: PostgresStore, conn: psycopg.Connection, items: list[ContentBundle], *rest: object
+    ) -> object:
         # Before schema 5 each use of a name was a row of facts.
         uses = [
             replace(
@@ -636,7 +638,7 @@ def test_an_index_from_an_older_ragraf_is_migrated_on_open(
             )
             for item in items
         ]
-        return add_contents(self, conn, uses)
+        return add_contents(self, conn, uses, *rest)  # type: ignore[arg-type]
 
     with monkeypatch.context() as old_ragraf:
         old_ragraf.setattr(pg_connection, "MIGRATIONS", pg.MIGRATIONS[:2])

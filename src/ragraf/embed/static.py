@@ -22,6 +22,7 @@ import numpy as np
 
 from ragraf.embed.base import normalize
 from ragraf.embed.errors import ModelFileError
+from ragraf.errors import RagrafError
 from ragraf.tokens import STOPWORDS, camel_words
 
 if TYPE_CHECKING:
@@ -235,12 +236,27 @@ def static_tier(settings: Settings) -> StaticEmbedder | None:
     table and process so indexing and searching load the table once."""
     if settings.embedder.strip().lower() in ("none", "static"):
         return None
+    return _shared()
+
+
+def _shared() -> StaticEmbedder:
     other = os.environ.get("RAGRAF_STATIC_TABLE", "")
     path = Path(other) if other else TABLE
     with _SHARED_LOCK:
         if path not in _SHARED:
             _SHARED[path] = StaticEmbedder(path)
         return _SHARED[path]
+
+
+def pass_tier(model: str) -> StaticEmbedder | None:
+    """The table an index worker embeds new chunks with when the run asks for `model`: this
+    process's shared one (a forked worker inherits it loaded), None when it is another table or
+    will not load (the run's embedding phase then embeds those chunks, or says why it cannot)."""
+    tier = _shared()
+    try:
+        return tier if tier.model_id == model else None
+    except RagrafError:
+        return None
 
 
 def static_tier_id(settings: Settings) -> str:

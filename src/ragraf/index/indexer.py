@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from ragraf.config import Settings
@@ -75,6 +75,35 @@ class Named:
 
 
 _NAMED: ContextVar[Named | None] = ContextVar("ragraf_named_changes", default=None)
+
+
+# The static tier (model id, dim) whose vectors the workers compute for each new chunk in the pass
+# that chunks it, beside the parse: the run need not read every chunk back to embed it after.
+@dataclass
+class PassTier:
+    model: str
+    dim: int
+    embedded: int = 0  # chunks stored with their vector
+
+
+_IN_PASS: ContextVar[PassTier | None] = ContextVar("ragraf_static_in_pass", default=None)
+
+
+@contextmanager
+def static_in_pass(model: str, dim: int) -> Iterator[PassTier]:
+    """Runs in this context embed each new chunk with the static table (model, dim) as they chunk it."""
+    tier = PassTier(model, dim)
+    token = _IN_PASS.set(tier)
+    try:
+        yield tier
+    finally:
+        _IN_PASS.reset(token)
+
+
+def _pass_settings(settings: Settings) -> Settings:
+    """The settings the workers get: with the static model to embed with, in a static_in_pass run."""
+    tier = _IN_PASS.get()
+    return replace(settings, static_model=tier.model) if tier else settings
 
 
 @contextmanager
@@ -320,7 +349,7 @@ def read_new(
     new_chunks = 0
     batch = _Batch(store)
     progress.start("reading and chunking files", len(jobs))
-    for (_key, path), bundle in zip(jobs, prepare_all(jobs, settings), strict=True):
+    for (_key, path), bundle in zip(jobs, prepare_all(jobs, _pass_settings(settings)), strict=True):
         progress.advance()
         if bundle is None:
             continue
@@ -339,6 +368,7 @@ class _Batch:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.static = _IN_PASS.get()
         self.bundles: list[ContentBundle] = []
         self.text = 0
         self.ids: dict[ContentKey, int] = {}
@@ -350,7 +380,10 @@ class _Batch:
             self.flush()
 
     def flush(self) -> None:
-        self.ids.update(self.store.add_contents(self.bundles))
+        tier = self.static
+        self.ids.update(self.store.add_contents(self.bundles, (tier.model, tier.dim) if tier else None))
+        if tier:
+            tier.embedded += sum(len(b.chunks) for b in self.bundles if b.vectors)
         self.bundles, self.text = [], 0
 
 
@@ -387,7 +420,7 @@ def store_contents(
     tries = 1
     while jobs:
         failed = []
-        for (key, path), bundle in zip(jobs, prepare_all(jobs, settings), strict=True):
+        for (key, path), bundle in zip(jobs, prepare_all(jobs, _pass_settings(settings)), strict=True):
             if tries == 1:
                 progress.advance()
             if bundle is None:

@@ -25,7 +25,7 @@ from ragraf.facts import qualified_name
 from ragraf.facts.extract import Sites, extract_index_facts
 from ragraf.header_language import content_language
 from ragraf.languages import TREE_SITTER_LANGUAGES
-from ragraf.store import ChunkRecord, ContentBundle, ContentKey, FactRecord, RefSites
+from ragraf.store import ChunkHit, ChunkRecord, ContentBundle, ContentKey, FactRecord, RefSites
 from ragraf.tokens import index_texts
 
 # Below this many files a pool costs more to start than it saves.
@@ -126,9 +126,23 @@ def prepare(job: tuple[ContentKey, str, Settings], parsed: bool = True) -> Conte
         return None  # changed again since hashing: the next run picks it up
     if not parsed:
         chunks, _, _, _ = analyse(ex.text, "text", settings)  # as plain text: lines, no parse
-        return ContentBundle(key, chunks, [], FAILED)
+        return ContentBundle(key, chunks, [], FAILED, vectors=_static_vectors(settings, path, chunks))
     chunks, facts, refs, status = analyse(ex.text, content_language(key[1], path, ex.text), settings)
-    return ContentBundle(key, chunks, facts, status, refs)
+    return ContentBundle(key, chunks, facts, status, refs, _static_vectors(settings, path, chunks))
+
+
+def _static_vectors(settings: Settings, path: str, chunks: list[ChunkRecord]) -> bytes:
+    """The static tier's vectors of the chunks, packed, when the run embeds in its pass (b"" else)."""
+    if not settings.static_model or not chunks:
+        return b""
+    from ragraf.embed.static import pass_tier
+    from ragraf.index.embedding import embed_text
+
+    tier = pass_tier(settings.static_model)
+    if tier is None:
+        return b""
+    texts = [embed_text(ChunkHit(0, path, c.start_line, c.end_line, c.symbol, c.text, 0.0)) for c in chunks]
+    return tier.embed(texts).tobytes()
 
 
 def _prepare_in_time(

@@ -117,6 +117,16 @@ class ContentBundle:
     facts: list[FactRecord]  # definitions and imports
     facts_status: str  # supported | partial | unsupported
     refs: list[RefSites] = field(default_factory=list)
+    # The static tier's vector of each chunk (float32 rows, packed), when the run embeds in its pass.
+    vectors: bytes = b""
+
+
+def vector_rows(bundle: ContentBundle, dim: int) -> list[bytes]:
+    """The bundle's vectors, one float32 row of `dim` per chunk; none when they do not fit its chunks."""
+    size = 4 * dim
+    if not bundle.vectors or len(bundle.vectors) != size * len(bundle.chunks):
+        return []
+    return [bundle.vectors[i : i + size] for i in range(0, len(bundle.vectors), size)]
 
 
 @dataclass(frozen=True)
@@ -308,7 +318,7 @@ class Store(Protocol):
     def set_guard_snapshot(self, blob: bytes) -> None: ...
     def content_ids(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]: ...
     def add_contents(
-        self, items: list[tuple[tuple[str, str, str], list[ChunkRecord]]]
+        self, items: list[ContentBundle], static: tuple[str, int] | None = None
     ) -> dict[tuple[str, str, str], int]: ...
     def commit_revision(self, new: NewRevision) -> Revision: ...
     def count_chunks(self, rev_no: int) -> int: ...

@@ -130,7 +130,7 @@ def _copy(
             # Passed on packed; the report still counts each use as a fact.
             n_facts += len(facts) + sum(len(unpack_sites(r.sites)) for r in refs)
             bundles.append(bundle)
-        new_ids = dst._add_contents(conn, bundles)
+        new_ids = dst._add_contents(conn, bundles, [])
         for (content_id, *_), b in zip(rows, bundles, strict=True):
             content_map[content_id] = new_ids[b.key]
         _map_chunks(db, conn, [r[0] for r in rows], content_map, chunk_map)

@@ -100,23 +100,29 @@ class IndexRuns(Session):
         self, store: Store, full: bool, lexical_only: bool, progress: Progress, with_base: bool = False
     ) -> IndexReport:
         """Both phases under the writer lock: the lexical revision, then its embeddings."""
-        from ragraf.index.indexer import laid_over, run_index
+        from ragraf.index.indexer import laid_over, run_index, static_in_pass
         from ragraf.index.overlay import base_revision, plan_seed, seed_view
 
         t0 = time.monotonic()
         model_id, dim, why = self._model()
-        base = self._index_base(model_id, dim, why, full, lexical_only, progress) if with_base else None
-        current = store.current_revision()
-        under = base_revision(self.settings) if self.settings.view and not full else None
-        # A new view, or an explicit run after the base moved: lay the work tree over the base anew.
-        if under and under.git_head and (current is None or (with_base and laid_over(current) != under.rev)):
-            seed = self._seed if self._seed is not None and self._seed.base == under else None
-            self._seed = None
-            seed = seed or plan_seed(self.settings, under)
-            report = seed_view(store, self.settings, seed, model_id, dim, progress)
-        else:
-            report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
-        self._embed_into(store, report, why, lexical_only, progress)
+        static = None if lexical_only or why is not None else self._static_in_pass()
+        with static_in_pass(*static) if static else contextlib.nullcontext() as in_pass:
+            base = self._index_base(model_id, dim, why, full, lexical_only, progress) if with_base else None
+            current = store.current_revision()
+            under = base_revision(self.settings) if self.settings.view and not full else None
+            # A new view, or an explicit run after the base moved: lay the work tree over the base anew.
+            if (
+                under
+                and under.git_head
+                and (current is None or (with_base and laid_over(current) != under.rev))
+            ):
+                seed = self._seed if self._seed is not None and self._seed.base == under else None
+                self._seed = None
+                seed = seed or plan_seed(self.settings, under)
+                report = seed_view(store, self.settings, seed, model_id, dim, progress)
+            else:
+                report = run_index(store, self.settings, model_id, dim, full=full, progress=progress)
+        self._embed_into(store, report, why, lexical_only, progress, in_pass.embedded if in_pass else 0)
         report.base = base
         report.duration_s = time.monotonic() - t0  # both phases
         return report
@@ -152,8 +158,16 @@ class IndexRuns(Session):
         }  # fmt: skip
 
     def _embed_into(
-        self, store: Store, report: IndexReport, why: str | None, lexical_only: bool, progress: Progress
+        self,
+        store: Store,
+        report: IndexReport,
+        why: str | None,
+        lexical_only: bool,
+        progress: Progress,
+        in_pass: int = 0,
     ) -> None:
+        """The embedding phase; `in_pass` chunks got their static vector beside the parse already
+        (counted as computed by the static tier's phase)."""
         embedder = self.embedder() if why is None else None
         if why is not None:
             report.embeddings = {"computed": 0, "cache_hits": 0, "failed": 0, "tokens": 0}
@@ -167,7 +181,24 @@ class IndexRuns(Session):
             report.embeddings, warning = embed_revision(store, self.settings, embedder, rev.rev_no, progress)
             if warning:
                 report.warnings.append(warning)
+            counts = report.static_embeddings if report.static_embeddings is not None else report.embeddings
+            counts["computed"] = counts.get("computed", 0) + in_pass
             self._add_embedding_totals(embedder.model_id, report.embeddings)
+
+    def _static_in_pass(self) -> tuple[str, int] | None:
+        """(model, dim) of the static table this index embeds with, the embedder itself or the tier
+        beside a transformer: the workers embed each new chunk with it as they chunk it, beside the
+        parse (the whole speed corpus's static phase ran after the parse, in this process alone)."""
+        from ragraf.embed.static import StaticEmbedder, static_tier
+
+        embedder = self.embedder()
+        tier = embedder if isinstance(embedder, StaticEmbedder) else static_tier(self.settings)
+        if tier is None:
+            return None
+        try:
+            return tier.model_id, tier.dim
+        except RagrafError:
+            return None  # the embedding phase says why
 
     def _embed_static_tier(
         self, store: Store, report: IndexReport, rev: Revision, progress: Progress
@@ -200,6 +231,8 @@ class IndexRuns(Session):
         for key in entry:
             entry[key] += int(counts.get(key, 0))
         tmp = self._totals_path().with_suffix(".tmp")
+        # A PostgreSQL index keeps nothing else in its home, which may not exist yet.
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(totals, indent=1))
         os.replace(tmp, self._totals_path())
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from ragraf.store.base import ChunkHit, ContentBundle, ContentKey
+from ragraf.store.base import ChunkHit, ContentBundle, ContentKey, vector_rows
 from ragraf.store.postgres.migrations import SCHEMA
 from ragraf.store.postgres.tokens import _clean, lex_tokens
 
@@ -38,12 +38,23 @@ class ContentsMixin:
         ).fetchall()
         return {(r[0], r[1], r[2]): int(r[3]) for r in rows}
 
-    def add_contents(self, items: list[ContentBundle]) -> dict[ContentKey, int]:
-        """Store chunks and facts of new contents in one transaction (orphans until a revision names them)."""
+    def add_contents(
+        self, items: list[ContentBundle], static: tuple[str, int] | None = None
+    ) -> dict[ContentKey, int]:
+        """Store chunks and facts of new contents in one transaction (orphans until a revision names
+        them), and with `static` (model, dim) the vectors the bundles carry for that model."""
         if not items:
             return {}
+        model, dim = static or ("", 0)
+        vectors: list[tuple[int, bytes]] = []  # (chunk id, row) of the new chunks
         with self._tx() as conn:
-            return self._add_contents(conn, items)
+            ids = self._add_contents(conn, items, vectors, dim)
+            if vectors:
+                model_id = self._insert_vectors(conn, model, vectors, dim)  # type: ignore[attr-defined]
+                self._ensure_vector_index(conn, model_id, dim)  # type: ignore[attr-defined]
+        if vectors:
+            self._indexed_models.add(model_id)  # type: ignore[attr-defined]  # once committed
+        return ids
 
     def _next_ids(self, conn: psycopg.Connection, table: str, count: int, column: str = "id") -> list[int]:
         """Ids drawn from a table's identity sequence, so COPY can write rows that refer to each other."""
@@ -56,7 +67,11 @@ class ContentsMixin:
         return [int(r[0]) for r in rows]
 
     def _add_contents(
-        self, conn: psycopg.Connection, items: Sequence[ContentBundle]
+        self,
+        conn: psycopg.Connection,
+        items: Sequence[ContentBundle],
+        vectors: list[tuple[int, bytes]],
+        dim: int = 0,
     ) -> dict[ContentKey, int]:
         # The repository row lock serialises content writers of one repository, so a content is
         # never inserted twice; other repositories and every reader go on meanwhile.
@@ -84,14 +99,18 @@ class ContentsMixin:
             "lex_symbol, lex_len) FROM STDIN"
         ) as copy:
             for item, content_id in zip(bundles, content_ids, strict=True):
-                for c in item.chunks:
+                rows = vector_rows(item, dim) if dim else []
+                for i, c in enumerate(item.chunks):
                     body = lex_tokens(c.index_text)
                     symbol = lex_tokens(c.symbol or "")
                     n_chunks += 1
                     n_tokens += len(body) + len(symbol)
+                    chunk_id = next(chunk_ids)
+                    if rows:
+                        vectors.append((chunk_id, rows[i]))
                     copy.write_row(
                         (
-                            next(chunk_ids),
+                            chunk_id,
                             self.repo_id,
                             content_id,
                             c.ord,

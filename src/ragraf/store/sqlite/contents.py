@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import NamedTuple
 
-from ragraf.store.base import ChunkHit, ContentBundle, ContentKey
+from ragraf.store.base import ChunkHit, ContentBundle, ContentKey, vector_rows
 from ragraf.store.sqlite.bulk import defer_indexes
 from ragraf.store.sqlite.sql import pack_text
 
@@ -93,8 +93,11 @@ class ContentsMixin:
                     found[tuple(key)] = row_id  # type: ignore[index]
         return found
 
-    def add_contents(self, items: list[ContentBundle]) -> dict[ContentKey, int]:
-        """Store chunks and facts of new contents in one transaction (orphans until a revision names them)."""
+    def add_contents(
+        self, items: list[ContentBundle], static: tuple[str, int] | None = None
+    ) -> dict[ContentKey, int]:
+        """Store chunks and facts of new contents in one transaction (orphans until a revision names
+        them), and with `static` (model, dim) the vectors the bundles carry for that model."""
         ids: dict[ContentKey, int] = {}
         with self.transaction() as db:
             held = self.content_ids([item.key for item in items])  # stored before, by another path or run
@@ -102,7 +105,7 @@ class ContentsMixin:
             # one statement per batch rather than several per file.
             content_id = db.execute("SELECT coalesce(max(id), 0) FROM contents").fetchone()[0]
             chunk_id = db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
-            contents, chunks, pending, facts, refs = [], [], [], [], []
+            contents, chunks, pending, facts, refs, vectors = [], [], [], [], [], []
             for item in items:
                 key = item.key
                 if key in held or key in ids:
@@ -111,6 +114,11 @@ class ContentsMixin:
                 content_id += 1
                 ids[key] = content_id
                 contents.append((content_id, *key, len(item.chunks), item.facts_status))
+                if static is not None and item.vectors:
+                    model, dim = static
+                    vectors += [
+                        (chunk_id + 1 + i, model, dim, blob) for i, blob in enumerate(vector_rows(item, dim))
+                    ]
                 for c in item.chunks:
                     chunk_id += 1
                     chunks.append(
@@ -165,6 +173,7 @@ class ContentsMixin:
                 "(?1, ?2, ?3, json_array_length(?3), (SELECT id FROM names WHERE name = ?2))",
                 refs,
             )
+            db.executemany("INSERT INTO vectors (chunk_id, model, dim, vec) VALUES (?, ?, ?, ?)", vectors)
         return ids
 
     def count_chunks(self, rev_no: int) -> int:
