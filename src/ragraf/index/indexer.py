@@ -13,7 +13,7 @@ import stat
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -77,22 +77,31 @@ class Named:
 _NAMED: ContextVar[Named | None] = ContextVar("ragraf_named_changes", default=None)
 
 
-# The static tier (model id, dim) whose vectors the workers compute for each new chunk in the pass
-# that chunks it, beside the parse: the run need not read every chunk back to embed it after.
 @dataclass
 class PassTier:
-    model: str
-    dim: int
+    """The static tier whose vectors the workers compute for each new chunk in the pass that chunks
+    it, beside the parse (the run need not read every chunk back to embed it after): (model id,
+    dim) from `resolve`, asked when a run first has files to chunk (a run with nothing to do loads
+    no table)."""
+
+    resolve: Callable[[], tuple[str, int] | None]
     embedded: int = 0  # chunks stored with their vector
+    _static: tuple[str, int] | None = None
+    _asked: bool = False
+
+    def get(self) -> tuple[str, int] | None:
+        if not self._asked:
+            self._static, self._asked = self.resolve(), True
+        return self._static
 
 
 _IN_PASS: ContextVar[PassTier | None] = ContextVar("ragraf_static_in_pass", default=None)
 
 
 @contextmanager
-def static_in_pass(model: str, dim: int) -> Iterator[PassTier]:
-    """Runs in this context embed each new chunk with the static table (model, dim) as they chunk it."""
-    tier = PassTier(model, dim)
+def static_in_pass(resolve: Callable[[], tuple[str, int] | None]) -> Iterator[PassTier]:
+    """Runs in this context embed each new chunk with the static table `resolve` names as they chunk it."""
+    tier = PassTier(resolve)
     token = _IN_PASS.set(tier)
     try:
         yield tier
@@ -103,7 +112,8 @@ def static_in_pass(model: str, dim: int) -> Iterator[PassTier]:
 def _pass_settings(settings: Settings) -> Settings:
     """The settings the workers get: with the static model to embed with, in a static_in_pass run."""
     tier = _IN_PASS.get()
-    return replace(settings, static_model=tier.model) if tier else settings
+    static = tier.get() if tier else None
+    return replace(settings, static_model=static[0]) if static else settings
 
 
 @contextmanager
@@ -381,8 +391,9 @@ class _Batch:
 
     def flush(self) -> None:
         tier = self.static
-        self.ids.update(self.store.add_contents(self.bundles, (tier.model, tier.dim) if tier else None))
-        if tier:
+        static = tier.get() if tier and any(b.vectors for b in self.bundles) else None
+        self.ids.update(self.store.add_contents(self.bundles, static))
+        if tier and static:
             tier.embedded += sum(len(b.chunks) for b in self.bundles if b.vectors)
         self.bundles, self.text = [], 0
 

@@ -105,8 +105,8 @@ class IndexRuns(Session):
 
         t0 = time.monotonic()
         model_id, dim, why = self._model()
-        static = None if lexical_only or why is not None else self._static_in_pass()
-        with static_in_pass(*static) if static else contextlib.nullcontext() as in_pass:
+        in_pass_cm = static_in_pass(self._static_in_pass) if not lexical_only and why is None else None
+        with in_pass_cm or contextlib.nullcontext() as in_pass:
             base = self._index_base(model_id, dim, why, full, lexical_only, progress) if with_base else None
             current = store.current_revision()
             under = base_revision(self.settings) if self.settings.view and not full else None
