@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -280,3 +282,21 @@ def test_random_text_never_raises_in_any_language(text: str) -> None:
         facts = PARSER.facts(text, language, seconds=30)
         if facts is not None:
             check_lines(text, facts)
+
+
+def test_far_plane_characters_after_a_brace_do_not_crash_the_bash_grammar() -> None:
+    # tree-sitter-bash segfaulted at random on `{` and a code point past about U+51CA4 (found by the
+    # random-text test above: 20 crashes in 30 fresh processes parsing it once).
+    code = (
+        "from ragraf.chunking import parse\n"
+        "from ragraf.facts.extract import extract_facts\n"
+        "for text in ('{\\U000ec77b', 'x={\\U0010ffff}; echo $x', '\\x11{\\x80\\U00078ed4ß{\\U000ec77b,i'):\n"
+        "    for _ in range(100):\n"
+        "        facts = extract_facts(text, 'bash', tree=parse(text, 'bash'))\n"
+        "        assert facts.supported\n"
+        "f = extract_facts('greet() {\\n  echo \\U000f0000\\n}\\n', 'bash')\n"
+        "assert [d.name for d in f.definitions] == ['greet'], f.definitions\n"
+    )
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ragraf.chunking.base import Chunk, LineSizes, SymbolSpan, build_chunks, merge_spans, windows
+from ragraf.grammar_input import grammar_safe
 
 # Generic definition-node shapes, used to name chunks when the caller has no facts to offer.
 _DEFINITION_TYPE = re.compile(
@@ -56,7 +57,7 @@ def _blank_comment_runs(data: bytes) -> bytes:
 
 def parse(text: str, language: str) -> Any | None:
     """A tree-sitter tree for the text, or None when the grammar is unavailable."""
-    data = text.encode("utf-8", errors="surrogatepass")
+    data = grammar_safe(text.encode("utf-8", errors="surrogatepass"), language)
     if language == "python" and data.count(b"#") >= _COMMENT_RUN_LINES:  # fewer: no run to find
         data = _blank_comment_runs(data)
     try:

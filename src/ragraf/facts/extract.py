@@ -16,6 +16,8 @@ from dataclasses import replace
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
+from ragraf.grammar_input import grammar_safe
+
 from .macros import with_macro_items
 from .markdown import markdown_facts
 from .model import (
@@ -67,7 +69,8 @@ Sites = dict[str, list[tuple[int, int, str | None]]]
 def extract_facts(text: str, language: str, tree: Tree | None = None) -> FileFacts:
     """Definitions, references and imports of `text`; never raises.
 
-    `tree`, when given, must come from parsing `text.encode("utf-8", "surrogatepass")`.
+    `tree`, when given, must come from parsing
+    `grammar_safe(text.encode("utf-8", "surrogatepass"), language)` (chunking's parse does).
     """
     try:
         if language == "markdown":
@@ -130,7 +133,7 @@ def _query_for(language: str, rules: LanguageRules) -> Query | None:
 def _extract(
     text: str, language: str, rules: LanguageRules, query: Query, tree: Tree | None, grouped: bool = False
 ) -> tuple[FileFacts, Sites | None]:
-    data = text.encode("utf-8", "surrogatepass")
+    data = grammar_safe(text.encode("utf-8", "surrogatepass"), language)
     if tree is None:
         tree = parser_for(language).parse(data)
     root = tree.root_node
