@@ -89,3 +89,17 @@ SAMPLE = {
     "docs/guide.md": "---\ntitle: Guide\n---\n# Guide\n\nHow to use the connector.\n\n## Retries\n\nBackoff doubles each time.\n",
     "web/client.ts": "export class HttpClient {\n  request(url: string): Promise<Response> {\n    return fetch(url);\n  }\n}\n",
 }
+
+
+def outliving(pids: list[int] | set[int], seconds: float = 15.0) -> list[int]:
+    """Those of the processes still alive after waiting up to `seconds` for them to end; they are
+    killed (SIGKILL) so a failing test leaves nothing behind."""
+    import signal
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+        time.sleep(0.1)
+    alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    return alive

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import SAMPLE, cli_json, run_cli, settled, write
+from support import SAMPLE, cli_json, outliving, run_cli, settled, write
 
 from ragraf import Index
 from ragraf.api.ops import lifecycle as index_runs
@@ -388,13 +388,7 @@ def test_a_killed_indexer_leaves_no_worker_process_behind(tmp_path: Path) -> Non
     assert proc.poll() is None and len(workers) >= 2, "the indexer finished before its pool could be seen"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
-        time.sleep(0.1)
-    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
-    for pid in alive:
-        os.kill(pid, signal.SIGKILL)
-    assert not alive, "pool workers outlived the killed indexer"
+    assert not outliving(workers), "pool workers outlived the killed indexer"
 
 
 def test_files_skipped_for_their_content_are_named_with_the_reason(sample: Path) -> None:

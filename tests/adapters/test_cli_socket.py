@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import SAMPLE, init_git, run_cli, write
@@ -278,22 +279,16 @@ def test_a_small_change_is_indexed_by_the_server_and_a_large_one_in_process(
         assert client(("index", "src", "-q"), repo, env)[3] == "in-process"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
-def test_a_served_index_after_a_quiet_live_loop_stats_only_what_the_kernel_named(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@contextlib.contextmanager
+def live_loop(repo: Path) -> Iterator[list[Any]]:
+    """A live loop of repo in a thread of this process, caught up and quiet; the runs it reports."""
     import threading
 
     from ragraf import Index
-    from ragraf.adapters import cli_socket
     from ragraf.adapters.live_index import live_ops
-    from ragraf.freshness import snapshot
-    from ragraf.index.live import LiveLoop, LiveRun, quiet_hint
+    from ragraf.index.live import LiveLoop, quiet_hint
 
-    full_passes: list[str] = []
-    whole = snapshot.changes_since
-    monkeypatch.setattr(snapshot, "changes_since", lambda *a: full_passes.append("x") or whole(*a))
-    runs: list[LiveRun] = []
+    runs: list[Any] = []
     idx = Index.open(repo)
     stop = threading.Event()
     loop = LiveLoop(idx.settings.root, idx.settings.home, live_ops(idx), runs.append, print, stop)
@@ -301,6 +296,26 @@ def test_a_served_index_after_a_quiet_live_loop_stats_only_what_the_kernel_named
     thread.start()
     try:
         wait_for(lambda: len(runs) == 1 and quiet_hint(repo) is not None, "the loop caught up, quiet")
+        yield runs
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        idx.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_served_index_after_a_quiet_live_loop_stats_only_what_the_kernel_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragraf import Index
+    from ragraf.adapters import cli_socket
+    from ragraf.freshness import snapshot
+    from ragraf.index.live import quiet_hint
+
+    full_passes: list[str] = []
+    whole = snapshot.changes_since
+    monkeypatch.setattr(snapshot, "changes_since", lambda *a: full_passes.append("x") or whole(*a))
+    with live_loop(repo) as runs:
         (repo / "src/app/retry.py").write_text("def edited_while_watched():\n    return 1\n")
         wait_for(lambda: len(runs) == 2 and quiet_hint(repo) is not None, "the loop indexed the edit")
         passes = len(full_passes)
@@ -311,10 +326,6 @@ def test_a_served_index_after_a_quiet_live_loop_stats_only_what_the_kernel_named
         # At most the file the loop read within its racy window is read again; no whole-tree pass.
         assert report["files_read"] <= 1 and report["new_revision"] is False
         assert len(full_passes) == passes
-    finally:
-        stop.set()
-        thread.join(timeout=60)
-        idx.close()
     assert quiet_hint(repo) is None  # a stopped loop gives no hint
 
 
@@ -322,22 +333,12 @@ def test_a_served_index_after_a_quiet_live_loop_stats_only_what_the_kernel_named
 def test_a_served_index_right_after_an_edit_waits_for_the_live_loop_not_a_whole_pass(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threading
-
     from ragraf import Index
     from ragraf.adapters import cli_socket
-    from ragraf.adapters.live_index import live_ops
     from ragraf.freshness import snapshot
-    from ragraf.index.live import LiveLoop, LiveRun, quiet_hint
+    from ragraf.index.live import quiet_hint
 
-    runs: list[LiveRun] = []
-    idx = Index.open(repo)
-    stop = threading.Event()
-    loop = LiveLoop(idx.settings.root, idx.settings.home, live_ops(idx), runs.append, print, stop)
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: len(runs) == 1 and quiet_hint(repo) is not None, "the loop caught up, quiet")
+    with live_loop(repo) as runs:
         whole: list[str] = []
         for name in ("changes_since", "moved_files"):  # the index's and the guard's passes over every file
             fn = getattr(snapshot, name)
@@ -351,8 +352,4 @@ def test_a_served_index_right_after_an_edit_waits_for_the_live_loop_not_a_whole_
             assert report["files_read"] <= 1 and whole == []
             hits = served.search("edited_just_now", mode="lexical").results
         assert hits and hits[0].path == "src/app/retry.py"
-    finally:
-        stop.set()
-        thread.join(timeout=60)
-        idx.close()
     assert quiet_hint(repo, wait_s=5.0) is None  # a stopped loop: no hint, and no wait

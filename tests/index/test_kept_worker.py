@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import write
+from support import outliving, write
 from test_index import PARSER_TRAP_TSX
 
 from ragraf.config import load_settings
@@ -127,7 +127,6 @@ def test_a_killed_server_leaves_no_fork_server_or_worker_behind(tmp_path: Path, 
     import signal
     import subprocess
     import sys
-    import time
 
     write(tmp_path, {"a.py": "def f():\n    return 1\n"})
     proc = subprocess.Popen([sys.executable, "-c", SERVER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
@@ -138,10 +137,4 @@ def test_a_killed_server_leaves_no_fork_server_or_worker_behind(tmp_path: Path, 
     finally:
         proc.send_signal(getattr(signal, how))
         proc.wait(timeout=30)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in left):
-        time.sleep(0.1)
-    alive = [pid for pid in left if Path(f"/proc/{pid}").exists()]
-    for pid in alive:
-        os.kill(pid, signal.SIGKILL)
-    assert not alive, "the fork server or its worker outlived the server"
+    assert not outliving(left, 20), "the fork server or its worker outlived the server"
