@@ -13,7 +13,14 @@ SRC = Path(ragraf.__file__).parent
 # Lowest first. A module may import its own layer and those below it; function-level imports
 # (loaded when used) and TYPE_CHECKING blocks are not bound by this.
 LAYERS: list[tuple[str, ...]] = [
-    ("ragraf.errors", "ragraf.lazy", "ragraf.tokens", "ragraf.languages", "ragraf.header_language"),
+    (
+        "ragraf.errors",
+        "ragraf.lazy",
+        "ragraf.tokens",
+        "ragraf.languages",
+        "ragraf.header_language",
+        "ragraf.grammar_input",
+    ),
     ("ragraf.config", "ragraf.corpus", "ragraf.chunking"),
     ("ragraf.store", "ragraf.embed"),
     ("ragraf.facts", "ragraf.freshness"),
