@@ -337,9 +337,7 @@ def _exit_with(owner: int, served: bool) -> None:
             return os.getppid() != owner
         try:
             os.kill(owner, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:  # the pid went to another user's process
+        except (ProcessLookupError, PermissionError):  # gone, or its pid now another user's
             return True
         return False
 

@@ -187,8 +187,7 @@ class IndexRuns(Session):
 
     def _static_in_pass(self) -> tuple[str, int] | None:
         """(model, dim) of the static table this index embeds with, the embedder itself or the tier
-        beside a transformer: the workers embed each new chunk with it as they chunk it, beside the
-        parse (the whole speed corpus's static phase ran after the parse, in this process alone)."""
+        beside a transformer, for the workers to embed each new chunk with as they chunk it."""
         from ragraf.embed.static import StaticEmbedder, static_tier
 
         embedder = self.embedder()

@@ -99,6 +99,7 @@ class ContentsMixin:
         """Store chunks and facts of new contents in one transaction (orphans until a revision names
         them), and with `static` (model, dim) the vectors the bundles carry for that model."""
         ids: dict[ContentKey, int] = {}
+        model, dim = static or ("", 0)
         with self.transaction() as db:
             held = self.content_ids([item.key for item in items])  # stored before, by another path or run
             # Ids are given here, as SQLite would (the highest plus one), so that each table takes
@@ -114,13 +115,11 @@ class ContentsMixin:
                 content_id += 1
                 ids[key] = content_id
                 contents.append((content_id, *key, len(item.chunks), item.facts_status))
-                if static is not None and item.vectors:
-                    model, dim = static
-                    vectors += [
-                        (chunk_id + 1 + i, model, dim, blob) for i, blob in enumerate(vector_rows(item, dim))
-                    ]
-                for c in item.chunks:
+                rows = vector_rows(item, dim) if dim else []
+                for i, c in enumerate(item.chunks):
                     chunk_id += 1
+                    if rows:
+                        vectors.append((chunk_id, model, dim, rows[i]))
                     chunks.append(
                         (chunk_id, content_id, c.ord, c.start_line, c.end_line, c.symbol, pack_text(c.text))
                     )
