@@ -253,3 +253,35 @@ def test_a_file_replaced_by_a_folder_or_a_symlink_leaves_the_listing(repo: Path,
     assert report.corpus_hash == fresh_hash(repo, tmp_path)
     again = idx.index()  # the snapshot no longer lists them: nothing moved
     assert again.files_read <= 1 and not again.new_revision
+
+
+def test_change_after_change_in_one_process_hashes_the_corpus_without_reading_the_manifest(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A long-running process keeps the last revision's corpus lines: a one-file change edits them
+    instead of reading every file's hash back from the store."""
+    idx = indexed(repo)
+    store_type = type(idx.store())
+    reads: list[int] = []
+    whole = store_type.manifest_hashes
+    monkeypatch.setattr(
+        store_type, "manifest_hashes", lambda self, rev_no: reads.append(rev_no) or whole(self, rev_no)
+    )
+    for n, (path, change) in enumerate(
+        [
+            ("pkg03/mod01.py", "edit"),
+            ("pkg05/new.py", "add"),
+            ("pkg09/mod09.py", "delete"),
+            ("pkg03/mod01.py", "edit"),
+        ]
+    ):
+        target = repo / path
+        if change == "delete":
+            target.unlink()
+        else:
+            with target.open("a", encoding="utf-8") as fh:
+                fh.write(f"\ndef changed_{n}():\n    return {n}\n")
+        report = idx.index()
+        assert report.new_revision  # (an edit within the racy window of the last run is read again)
+        assert report.corpus_hash == fresh_hash(repo, tmp_path / f"fresh-{n}")
+    assert reads == []

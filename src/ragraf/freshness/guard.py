@@ -153,7 +153,7 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
 
     def folders() -> list[str] | None:
         view = stat_view(settings.root, snapshot_blob())
-        return view.folders if view is not None else None
+        return [f"{view.root}/{f}" if f else view.root for f in view.folders] if view is not None else None
 
     return watch.moved_since(
         str(settings.root), digest, lambda: moved_files(settings.root, snapshot_blob()), folders

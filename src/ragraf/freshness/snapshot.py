@@ -7,6 +7,8 @@ import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property, partial
+from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -219,15 +221,94 @@ def listing_after(
 StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
 
-@dataclass(frozen=True)
 class StatView:
-    """A snapshot laid out for the guard: absolute paths, and the stat key each file must still have."""
+    """A snapshot laid out for the guard: the names as stored (bytes, relative to the root, so the
+    stat pass decodes and joins nothing) and the stat each file must still have, column by column."""
 
-    folders: list[str]
-    folder_mtimes: list[int]
-    files: list[str]
-    paths: list[str]  # the same files, relative to the root
-    keys: list[StatKey | None]  # None: the hash is not trusted (racy), so the file always counts as moved
+    def __init__(self, root: str, names: list[bytes], folder_names: list[bytes], ints: memoryview) -> None:
+        n = len(names)
+        self.root, self.names, self.folder_names = root, names, folder_names
+        self.sizes, self.mtimes, self.ctimes, self.inodes = (ints[j : 5 * n : 5].tolist() for j in range(4))
+        self.folder_mtimes: list[int] = ints[5 * n :].tolist()
+        # A hash taken within the racy window is not trusted: its file always counts as moved (no
+        # stat has mtime -1).
+        self.untrusted = _zeros(ints[4 : 5 * n : 5].tolist())
+        for i in self.untrusted:
+            self.mtimes[i] = -1
+
+    def key(self, i: int) -> StatKey | None:
+        """The stat file i must still have; None when its hash is not trusted."""
+        if self.mtimes[i] == -1:
+            return None
+        return self.sizes[i], self.mtimes[i], self.ctimes[i], self.inodes[i]
+
+    @cached_property
+    def paths(self) -> list[str]:
+        """The files, relative to the root and sorted."""
+        return _decoded(self.names)
+
+    @cached_property
+    def folders(self) -> list[str]:
+        """The listed folders, relative and sorted (the root is "")."""
+        return _decoded(self.folder_names)
+
+    def moved(self) -> tuple[list[int], list[int]] | None:
+        """The positions of the files whose stat moved (vanished ones included) and of the folders
+        whose stamp moved; None when something vanished, so each must be asked on its own."""
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            stat, lstat = partial(os.stat, dir_fd=fd), partial(os.lstat, dir_fd=fd)
+            folders = [
+                i
+                for i, st, mtime in zip(
+                    count(), map(stat, [f or b"." for f in self.folder_names]), self.folder_mtimes
+                )
+                if st.st_mtime_ns != mtime
+            ]
+            # One lstat per file is the floor; nothing else is built for the (nearly always) unchanged ones.
+            files = [
+                i
+                for i, st, size, mtime, ctime, inode in zip(
+                    count(), map(lstat, self.names), self.sizes, self.mtimes, self.ctimes, self.inodes
+                )
+                if st.st_mtime_ns != mtime
+                or st.st_ctime_ns != ctime
+                or st.st_size != size
+                or st.st_ino != inode
+            ]
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return files, folders
+
+    def moved_one_by_one(self) -> tuple[list[int], list[int]]:
+        """moved() when something vanished: each file and folder asked alone."""
+        base = os.fsencode(self.root) + b"/"
+        folders = [
+            i
+            for i, (f, mtime) in enumerate(zip(self.folder_names, self.folder_mtimes, strict=True))
+            if (now := _mtime(base + f if f else base)) is None or now != mtime
+        ]
+        files = [
+            i for i, f in enumerate(self.names) if (now := _stat_key(base + f)) is None or now != self.key(i)
+        ]
+        return files, folders
+
+
+def _zeros(values: list[int]) -> list[int]:
+    """The positions of the zeros in values (few: a scan in C between them)."""
+    found, i = [], -1
+    while True:
+        try:
+            i = values.index(0, i + 1)
+        except ValueError:
+            return found
+        found.append(i)
+
+
+def _decoded(names: list[bytes]) -> list[str]:
+    return b"\0".join(names).decode("utf-8", errors="surrogateescape").split("\0") if names else []
 
 
 # Long-running servers guard every request; parsing the same blob again each time is wasted work.
@@ -241,27 +322,19 @@ def stat_view(root: Path, blob: bytes | None) -> StatView | None:
     cached = _VIEWS.get(base)
     if cached is not None and cached[0] == blob:
         return cached[1]
-    found = _sections(blob)
-    if found is None or blob is None:
+    if not blob or len(blob) < _HEADER.size + 16:
         return None
-    paths, folders, at = found
-    n = len(paths)
-    # The int64 arrays read in place (numpy wrote them in native order), column by column, zipped:
-    # a third of the time of converting row lists, and no numpy import in a one-shot read.
-    ints = memoryview(blob)[at:].cast("q")
-    columns = (ints[j : 5 * n : 5].tolist() for j in range(4))
-    trusted = ints[4 : 5 * n : 5].tolist()
-    keys: list[StatKey | None] = [
-        key if ok else None for key, ok in zip(zip(*columns, strict=True), trusted, strict=True)
-    ]
-    prefix = f"{base}/"
-    view = StatView(
-        [prefix + f if f else base for f in folders],
-        ints[5 * n :].tolist(),
-        list(map(prefix.__add__, paths)),
-        paths,
-        keys,
-    )
+    magic, n, d = _HEADER.unpack_from(blob)
+    lp, lf = struct.unpack_from("<QQ", blob, _HEADER.size)
+    at = _HEADER.size + 16
+    if magic != _MAGIC or len(blob) != at + lp + lf + n * 40 + d * 8:
+        return None
+    names = blob[at : at + lp].split(b"\0") if n else []
+    folders = blob[at + lp : at + lp + lf].split(b"\0") if d else []
+    if len(names) != n or len(folders) != d:
+        return None
+    # The int64 arrays read in place (numpy wrote them in native order): no numpy in a one-shot read.
+    view = StatView(base, names, folders, memoryview(blob)[at + lp + lf :].cast("q"))
     if len(_VIEWS) >= _MAX_VIEWS:
         _VIEWS.clear()
     _VIEWS[base] = (blob, view)
@@ -277,44 +350,34 @@ class Changes:
     folders: list[str]
 
 
+def _named(view: StatView, files: list[int]) -> list[str] | None:
+    """The moved files' paths; None when an ignore file is among them (the rules that pick files
+    may have changed)."""
+    paths = [view.names[i].decode("utf-8", errors="surrogateescape") for i in files]
+    return None if any(p.rsplit("/", 1)[-1] in IGNORE_FILES for p in paths) else paths
+
+
 def changes_since(root: Path, blob: bytes | None) -> Changes | None:
     """The stat pass of moved_files, which also names the folders to list again rather than
     giving up on the first; None without a snapshot, or when an ignore file moved."""
     view = stat_view(root, blob)
     if view is None:
         return None
-    stat, lstat = os.stat, os.lstat
-    try:
-        folders = [
-            i
-            for i, (st, mtime) in enumerate(zip(map(stat, view.folders), view.folder_mtimes, strict=True))
-            if st.st_mtime_ns != mtime
-        ]
-    except OSError:  # a folder vanished: each one asked on its own
-        folders = [
-            i
-            for i, (f, mtime) in enumerate(zip(view.folders, view.folder_mtimes, strict=True))
-            if (now := _mtime(f)) is None or now != mtime
-        ]
-    try:
-        moved = [
-            i
-            for i, (st, key) in enumerate(zip(map(lstat, view.files), view.keys, strict=True))
-            if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != key
-        ]
-    except OSError:
-        moved = [
-            i
-            for i, (f, key) in enumerate(zip(view.files, view.keys, strict=True))
-            if (now_key := _stat_key(f)) is None or now_key != key
-        ]
-    paths = [view.paths[i] for i in moved]
-    if any(p.rsplit("/", 1)[-1] in IGNORE_FILES for p in paths):
-        return None  # the rules that pick files may have changed
-    if not folders:
-        return Changes(paths, [])
-    cut = len(str(root)) + 1  # relative again; the root is ""
-    return Changes(paths, [view.folders[i][cut:] for i in folders])
+    files, folders = view.moved() or view.moved_one_by_one()
+    paths = _named(view, files)
+    if paths is None:
+        return None
+    return Changes(paths, [view.folders[i] for i in folders])
+
+
+def moved_files(root: Path, blob: bytes | None) -> list[str] | None:
+    """The guard's check: files whose stat moved since the snapshot; None when a folder or an ignore
+    file changed, something vanished or there is no snapshot, so the files must be listed again."""
+    view = stat_view(root, blob)
+    moved = view.moved() if view is not None else None
+    if moved is None or moved[1]:
+        return None
+    return _named(view, moved[0])
 
 
 def listed_names(root: Path, blob: bytes | None) -> tuple[list[str], list[str]]:
@@ -322,47 +385,19 @@ def listed_names(root: Path, blob: bytes | None) -> tuple[list[str], list[str]]:
     view = stat_view(root, blob)
     if view is None:
         return [], []
-    cut = len(str(root)) + 1
-    return view.paths, [f[cut:] for f in view.folders]
+    return view.paths, view.folders
 
 
-def _mtime(path: str) -> int | None:
+def _mtime(path: str | bytes) -> int | None:
     try:
         return os.stat(path).st_mtime_ns
     except OSError:
         return None
 
 
-def _stat_key(path: str) -> StatKey | None:
+def _stat_key(path: str | bytes) -> StatKey | None:
     try:
         st = os.lstat(path)
     except OSError:
         return None
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
-
-
-def moved_files(root: Path, blob: bytes | None) -> list[str] | None:
-    """The guard's check: files whose stat moved since the snapshot; None when a folder or an ignore
-    file changed, something vanished or there is no snapshot, so the files must be listed again."""
-    view = stat_view(root, blob)
-    if view is None:
-        return None
-    stat = os.stat
-    try:
-        if any(
-            stat(folder).st_mtime_ns != mtime
-            for folder, mtime in zip(view.folders, view.folder_mtimes, strict=True)
-        ):
-            return None
-        # One lstat per file is the floor; nothing else is built for the (nearly always) unchanged ones.
-        moved = [
-            i
-            for i, (st, key) in enumerate(zip(map(os.lstat, view.files), view.keys, strict=True))
-            if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != key
-        ]
-    except OSError:
-        return None  # something vanished: list again
-    paths = [view.paths[i] for i in moved]
-    if any(p.rsplit("/", 1)[-1] in IGNORE_FILES for p in paths):
-        return None  # the rules that pick files may have changed
-    return paths

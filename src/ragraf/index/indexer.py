@@ -7,7 +7,6 @@ path, preparing new contents, the revision and its report) read in order, each a
 from __future__ import annotations
 
 import bisect
-import hashlib
 import os
 import stat
 import subprocess
@@ -36,6 +35,7 @@ from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import excluded_reason
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.freshness import snapshot
+from ragraf.index.corpus_hash import changed_corpus_hash, corpus_hash
 from ragraf.index.progress import Progress
 from ragraf.languages import language_of
 from ragraf.store import (
@@ -141,9 +141,8 @@ def named_changes_since(root: Path, blob: bytes | None, named: Named) -> snapsho
     view = snapshot.stat_view(root, blob)
     if view is None:
         return None
-    cut = len(str(root)) + 1
-    folders = [f[cut:] for f in view.folders]
-    files = {i for i, key in enumerate(view.keys) if key is None}  # hashed while racy: look again
+    folders = view.folders
+    files = set(view.untrusted)  # hashed while racy: look again
     spots = {i for i, mtime in enumerate(view.folder_mtimes) if mtime == -1}
     where = {f: i for i, f in enumerate(folders)}
     for path in named.paths:
@@ -166,7 +165,7 @@ def named_changes_since(root: Path, blob: bytes | None, named: Named) -> snapsho
     moved_folders = []
     for i in sorted(spots):
         try:
-            now = os.stat(view.folders[i]).st_mtime_ns
+            now = os.stat(root / folders[i]).st_mtime_ns
         except OSError:
             now = None
         if now != view.folder_mtimes[i]:
@@ -174,11 +173,11 @@ def named_changes_since(root: Path, blob: bytes | None, named: Named) -> snapsho
     moved = []
     for i in sorted(files):
         try:
-            st = os.lstat(view.files[i])
+            st = os.lstat(root / view.paths[i])
             key: tuple[int, int, int, int] | None = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         except OSError:
             key = None
-        if key is None or key != view.keys[i]:
+        if key is None or key != view.key(i):
             moved.append(view.paths[i])
     if any(p.rsplit("/", 1)[-1] in snapshot.IGNORE_FILES for p in moved):
         return None  # the rules that pick files may have changed
@@ -238,14 +237,6 @@ class IndexReport:
             out["static_embeddings"] = self.static_embeddings
         out["warnings"] = self.warnings
         return out
-
-
-def corpus_hash(entries: dict[str, str]) -> str:
-    """sha1 of the sorted `path NUL sha256 LF` lines (DESIGN §5)."""
-    h = hashlib.sha1()
-    for path in sorted(entries):
-        h.update(f"{path}\0{entries[path]}\n".encode("utf-8", errors="surrogateescape"))
-    return h.hexdigest()
 
 
 def index_version(settings: Settings, model_id: str = "none", dim: int = 0, static: str = "") -> str:
@@ -519,15 +510,15 @@ def index_moved(
     counts["deleted"] = len(removed)
     rev = current
     if changed or removed:
-        lines = dict(store.manifest_hashes(current.rev_no))
-        lines.update((e.path, e.sha256) for e in changed)
-        for path in removed:
-            del lines[path]
+        chash = changed_corpus_hash(
+            current.corpus_hash, lambda: store.manifest_hashes(current.rev_no),
+            [(e.path, e.sha256) for e in changed], removed,
+        )  # fmt: skip
         head, branch = stamp or git_stamp(root)
         events = index_events(current.rev, old, now_entries)
         rev = store.commit_revision(
             NewRevision(
-                corpus_hash(lines), current.index_version, head, branch, changed, events, laid_over(current),
+                chash, current.index_version, head, branch, changed, events, laid_over(current),
                 parent=current.rev_no, removed=tuple(removed),
             )
         )  # fmt: skip

@@ -188,9 +188,11 @@ class IndexRuns(Session):
     def _static_in_pass(self) -> tuple[str, int] | None:
         """(model, dim) of the static table this index embeds with, the embedder itself or the tier
         beside a transformer, for the workers to embed each new chunk with as they chunk it."""
+        embedder = self.embedder()
+        if embedder is None:
+            return None  # a lexical index: no table, and no numpy for a one-file run
         from ragraf.embed.static import StaticEmbedder, static_tier
 
-        embedder = self.embedder()
         tier = embedder if isinstance(embedder, StaticEmbedder) else static_tier(self.settings)
         if tier is None:
             return None
