@@ -144,3 +144,30 @@ def test_a_watch_the_kernel_refuses_falls_back_to_stat(
     assert len(passes) == 4
     (sample / SERVER).write_text("class Edited:\n    pass\n")
     assert idx.status().state == "drifted"
+
+
+def test_an_index_right_after_a_watched_guard_takes_its_pass_instead_of_its_own(
+    sample: Path, passes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server answers `ragraf index` after a status that found the drift (cli_socket's
+    small-change check): the run takes that pass's files while the kernel reports nothing since."""
+    from ragraf.freshness import snapshot
+
+    index_passes: list[int] = []
+    whole = snapshot.changes_since
+    monkeypatch.setattr(snapshot, "changes_since", lambda *a: index_passes.append(1) or whole(*a))
+    idx = trusted_index(sample)
+    idx.status()
+    idx.status()  # armed
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\ndef first_edit():\n    pass\n")
+    assert [w.path for w in idx.status().stale_warnings] == [SERVER]
+    report = idx.index()
+    assert report.files["modified"] == 1 and index_passes == []
+    assert [r.path for r in idx.search("first_edit").results][:1] == [SERVER]
+    # An edit after the guard's pass: the kernel reported it, so the run makes its own pass.
+    (sample / "src/app/retry.py").write_text((sample / "src/app/retry.py").read_text() + "\n# later\n")
+    idx.status()
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\ndef second_edit():\n    pass\n")
+    report = idx.index()
+    assert index_passes == [1] and report.files["modified"] >= 2
+    assert idx.status().state == "fresh"

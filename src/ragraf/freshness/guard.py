@@ -160,6 +160,19 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
     )
 
 
+def watched_moved(settings: Settings, store: Store) -> list[str] | None:
+    """The files a guard of this process found moved a moment ago, when the kernel reported nothing
+    under the root since (watch.py): an index run right after it needs no stat pass of its own.
+    None in a process that does not watch the root (a one-shot command loads no inotify)."""
+    digest_of = getattr(store, "guard_snapshot_digest", None)
+    if not settings.watch or str(settings.root) not in _GUARDED or digest_of is None:
+        return None
+    from ragraf.freshness import watch
+
+    digest = digest_of()
+    return watch.kept(str(settings.root), digest) if digest is not None else None
+
+
 def _relisted(settings: Settings, store: Store) -> tuple[list[str], list[str], Relisting] | None:
     """The moved files and the files new to the folders whose stamp moved (a file created, or a
     folder listed within the racy window of its last change), listing only those folders again as

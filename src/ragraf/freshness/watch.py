@@ -124,6 +124,23 @@ def _watch_of(root: str) -> _Watch:
         return watch
 
 
+def kept(root: str, digest: bytes) -> list[str] | None:
+    """What the last stat pass of root found moved against the snapshot named by digest, when the
+    kernel reported nothing under root since; None otherwise (and the pass is forgotten, so the
+    next moved_since runs a new one)."""
+    with _REGISTRY_LOCK:
+        watch = _WATCHES.get(root)
+    if watch is None:
+        return None
+    with watch.lock:
+        if watch.fd < 0 or watch.digest != digest or watch.moved is None:
+            return None
+        if watch.changed():
+            watch.digest = watch.moved = None
+            return None
+        return list(watch.moved)
+
+
 def moved_since(
     root: str,
     digest: bytes,

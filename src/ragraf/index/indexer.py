@@ -35,6 +35,7 @@ from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import excluded_reason
 from ragraf.corpus.stat_cache import SKIPPED, stat_matches
 from ragraf.freshness import snapshot
+from ragraf.freshness.guard import watched_moved
 from ragraf.index.corpus_hash import changed_corpus_hash, corpus_hash
 from ragraf.index.progress import Progress
 from ragraf.languages import language_of
@@ -616,6 +617,8 @@ def run_index(
     if current is not None and blob is not None:
         if named is not None and named.root == os.path.realpath(root):
             changes = named_changes_since(root, blob, named)
+        if changes is None and (kept := watched_moved(settings, store)) is not None:
+            changes = snapshot.Changes(kept, [])  # a server's guard has just made the pass
         if changes is None:
             changes = snapshot.changes_since(root, blob)
     if changes is not None and not changes.moved and not changes.folders:
