@@ -38,9 +38,43 @@ def test_revised_and_patched_snapshots_equal_those_packed_from_the_changed_stat_
         folders = {f: m for f, m in stamps.items() if f not in gone}
         folders.update(restamped)
         revised = snapshot.revise(blob, changed, removed, restamped, gone, RACY)
-        assert revised == snapshot.pack(after, folders, RACY)
+        packed = snapshot.pack(after, folders, RACY)
+        assert snapshot.folded(revised) == packed
+        assert snapshot.file_count(revised) == len(after)
+        assert view_of(revised) == view_of(packed)
+        # A second change joins the first one's delta.
+        again = {n: _entry(rng) for n in rng.sample(sorted(after), min(len(after), 2))}
+        again["e/later.py"] = _entry(rng)
+        twice = snapshot.revise(revised, again, [], {}, [], RACY)
+        repacked = snapshot.pack({**after, **again}, folders, RACY)
+        assert snapshot.folded(twice) == repacked and view_of(twice) == view_of(repacked)
         in_place = {n: s for n, s in changed.items() if n in stats}
         assert snapshot.patch(blob, in_place, RACY) == snapshot.pack({**stats, **in_place}, stamps, RACY)
+
+
+def view_of(blob: bytes) -> tuple[object, ...]:
+    """What the guard reads of a snapshot (its stat view), parsed anew."""
+    snapshot._VIEWS.clear()
+    view = snapshot.stat_view(Path("/nowhere"), blob)
+    assert view is not None
+    return (view.names, view.paths, [view.key(i) for i in range(len(view.names))], view.folder_names,
+            view.folders, view.folder_mtimes, view.untrusted)  # fmt: skip
+
+
+def test_a_change_to_a_large_snapshot_keeps_its_base_and_adds_a_small_delta_until_it_is_folded() -> None:
+    rng = random.Random(3)
+    stats = {f"pkg{i % 50}/m{i}.py": _entry(rng) for i in range(20_000)}
+    blob = snapshot.pack(stats, {"": 1, **{f"pkg{d}": d for d in range(50)}}, RACY)
+    base = snapshot.base_length(blob)
+    assert base == len(blob)
+    for n in range(snapshot._DELTA_MIN):
+        blob = snapshot.revise(blob, {f"pkg{n % 50}/m{n}.py": _entry(rng)}, [], {}, [], RACY)
+        assert snapshot.base_length(blob) == base and len(blob) - base < 200 * (n + 1)
+    folded_at = snapshot.revise(
+        blob, {f"pkg{k}/new{k}.py": _entry(rng) for k in range(20_000 // 256)}, [], {}, [], RACY
+    )
+    assert snapshot.base_length(folded_at) == len(folded_at)  # past 1/256 of the files: one base again
+    assert snapshot.file_count(folded_at) == 20_000 + 20_000 // 256
 
 
 def test_revising_a_snapshot_imports_no_numpy(tmp_path: Path) -> None:

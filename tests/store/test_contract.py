@@ -389,6 +389,12 @@ def test_the_guard_snapshot_is_one_replaceable_blob(store_factory: StoreFactory)
     store.set_guard_snapshot(b"\x00first\xff")
     store.set_guard_snapshot(b"\x00second\xff" * 1000)
     assert store_factory().guard_snapshot() == b"\x00second\xff" * 1000
+    # A base and the changes after it: read back whole, whichever part the store kept.
+    store.set_guard_snapshot(b"base" * 1000 + b"delta 1", 4000)
+    store.set_guard_snapshot(b"base" * 1000 + b"delta 2", 4000)
+    assert store_factory().guard_snapshot() == b"base" * 1000 + b"delta 2"
+    store.set_guard_snapshot(b"other" * 10, 50)
+    assert store_factory().guard_snapshot() == b"other" * 10
 
 
 # retention --------------------------------------------------------------------------------------

@@ -321,5 +321,5 @@ def remember(store: Store, learnt: Learnt) -> bool:
         else:
             blob = snapshot.patch(old, learnt.entries, RACY_NS)
     store.update_stat_cache(learnt.entries, learnt.removed)
-    store.set_guard_snapshot(blob)
+    store.set_guard_snapshot(blob, snapshot.base_length(blob))
     return True

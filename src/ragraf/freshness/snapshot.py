@@ -6,7 +6,7 @@ import bisect
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import count
 from pathlib import Path
@@ -29,6 +29,10 @@ class GuardSnapshot:
     stats: list[list[int]]  # per path: size, mtime_ns, ctime_ns, inode, trusted (0/1)
     folders: list[str]
     folder_mtimes: list[int]
+
+
+def _encoded(name: str) -> bytes:
+    return name.encode("utf-8", errors="surrogateescape")
 
 
 def _join(names: list[str]) -> bytes:
@@ -63,17 +67,26 @@ def _pack(paths: list[str], rows: np.ndarray, folders: list[str], fm: np.ndarray
     ])  # fmt: skip
 
 
-def _sections(blob: bytes | None) -> tuple[list[str], list[str], int] | None:
-    """Paths, folders and the offset of the int64 arrays (n x 5 stat rows, then folder mtimes); None when unreadable."""
+def base_length(blob: bytes | None) -> int | None:
+    """Where the snapshot's base ends and its delta (the changes since, see revise) begins; None
+    when unreadable."""
     if not blob or len(blob) < _HEADER.size + 16:
         return None
     magic, n, d = _HEADER.unpack_from(blob)
-    if magic != _MAGIC:
+    lp, lf = struct.unpack_from("<QQ", blob, _HEADER.size)
+    end = _HEADER.size + 16 + lp + lf + n * 40 + d * 8
+    return end if magic == _MAGIC and len(blob) >= end else None
+
+
+def _sections(blob: bytes | None) -> tuple[list[str], list[str], int] | None:
+    """Paths, folders and the offset of the int64 arrays (n x 5 stat rows, then folder mtimes) of
+    a snapshot without a delta; None when unreadable."""
+    if base_length(blob) != len(blob or b""):
         return None
+    assert blob is not None
+    _magic, n, d = _HEADER.unpack_from(blob)
     lp, lf = struct.unpack_from("<QQ", blob, _HEADER.size)
     at = _HEADER.size + 16
-    if len(blob) != at + lp + lf + n * 40 + d * 8:
-        return None
     paths = _split(blob[at : at + lp], n)
     at += lp
     folders = _split(blob[at : at + lf], d)
@@ -87,6 +100,7 @@ def _parse(blob: bytes | None) -> tuple[list[str], np.ndarray, list[str], np.nda
     """Paths, stat rows (n x 5), folders and folder mtimes, the arrays still over the blob; None when unreadable."""
     import numpy as np
 
+    blob = folded(blob)
     found = _sections(blob)
     if found is None or blob is None:
         return None
@@ -116,6 +130,7 @@ def _layout(blob: bytes) -> tuple[list[str], list[str], int, int]:
 def patch(blob: bytes, stats: dict[str, StatEntry], racy_ns: int) -> bytes:
     """The snapshot with these files' stats replaced (files it does not list are ignored): what
     pack would give for the same stat cache, without reading the rest of it back."""
+    blob = folded(blob) or b""
     paths, _folders, at, _end = _layout(blob)
     out = bytearray(blob)
     for path, s in stats.items():
@@ -157,6 +172,92 @@ def _merged(
     return out_names, b"".join(out_values)
 
 
+@dataclass
+class _Delta:
+    """The changes since a snapshot's base: stat rows set or dropped, folder stamps set or dropped."""
+
+    files: dict[str, bytes] = field(default_factory=dict)  # path -> its _ROW
+    removed: set[str] = field(default_factory=set)
+    folders: dict[str, bytes] = field(default_factory=dict)  # folder -> its mtime, int64
+    gone: set[str] = field(default_factory=set)
+
+    def size(self) -> int:
+        return len(self.files) + len(self.removed) + len(self.folders) + len(self.gone)
+
+
+_DELTA = struct.Struct("<4sIIIII")  # magic; files listed after it; files set, removed, folders set, gone
+_DELTA_MAGIC = b"RGD1"
+_MTIME = struct.Struct("=q")
+# A delta of more records than this (or 1/256 of the files) is folded into a new base.
+_DELTA_MIN = 64
+_DELTA_SHARE = 256
+_APPLIED_MAX = 16  # a view takes a delta of up to this many records as it is, else the folded base
+
+
+def _delta_of(blob: bytes, end: int) -> _Delta | None:
+    """The delta after the base ending at `end` (empty when there is none); None when unreadable."""
+    if end == len(blob):
+        return _Delta()
+    if len(blob) < end + _DELTA.size + 32:
+        return None
+    magic, _count, nf, nr, nd, ng = _DELTA.unpack_from(blob, end)
+    lengths = struct.unpack_from("<QQQQ", blob, end + _DELTA.size)
+    at = end + _DELTA.size + 32
+    if magic != _DELTA_MAGIC or len(blob) != at + sum(lengths) + nf * _ROW.size + nd * 8:
+        return None
+    lists = []
+    for length, k in zip(lengths, (nf, nr, nd, ng), strict=True):
+        lists.append(_split(blob[at : at + length], k))
+        at += length
+    files, removed, folders, gone = lists
+    if [len(x) for x in lists] != [nf, nr, nd, ng]:
+        return None
+    rows = [blob[at + i * _ROW.size : at + (i + 1) * _ROW.size] for i in range(nf)]
+    at += nf * _ROW.size
+    stamps = [blob[at + i * 8 : at + (i + 1) * 8] for i in range(nd)]
+    return _Delta(
+        dict(zip(files, rows, strict=True)), set(removed), dict(zip(folders, stamps, strict=True)), set(gone)
+    )
+
+
+def _delta_bytes(base: bytes, delta: _Delta) -> bytes:
+    files, folders = sorted(delta.files), sorted(delta.folders)
+    lists = [_join(files), _join(sorted(delta.removed)), _join(folders), _join(sorted(delta.gone))]
+    n = _HEADER.unpack_from(base)[1]
+    lp = struct.unpack_from("<Q", base, _HEADER.size)[0]
+    listed = set(base[_HEADER.size + 16 : _HEADER.size + 16 + lp].split(b"\0")) if n else set()
+    count = (
+        n + sum(_encoded(p) not in listed for p in files) - sum(_encoded(p) in listed for p in delta.removed)
+    )
+    return b"".join([
+        _DELTA.pack(_DELTA_MAGIC, count, len(files), len(delta.removed), len(folders), len(delta.gone)),
+        struct.pack("<QQQQ", *map(len, lists)), *lists,
+        *map(delta.files.__getitem__, files), *map(delta.folders.__getitem__, folders),
+    ])  # fmt: skip
+
+
+def _rebased(base: bytes, delta: _Delta) -> bytes:
+    """One base with the delta applied: what pack would give for the same stat cache and stamps,
+    the unchanged records copied as runs of bytes."""
+    paths, folders, at, end = _layout(base)
+    paths, rows = _merged(paths, base[at:end], _ROW.size, delta.files, delta.removed)
+    folders, mtimes = _merged(folders, base[end:], 8, delta.folders, delta.gone)
+    p, f = _join(paths), _join(folders)
+    head = _HEADER.pack(_MAGIC, len(paths), len(folders)) + struct.pack("<QQ", len(p), len(f))
+    return b"".join([head, p, f, rows, mtimes])
+
+
+def folded(blob: bytes | None) -> bytes | None:
+    """The snapshot as one base, its delta applied; None when unreadable."""
+    end = base_length(blob)
+    if end is None or blob is None:
+        return None
+    if end == len(blob):
+        return blob
+    delta = _delta_of(blob, end)
+    return _rebased(blob[:end], delta) if delta is not None else None
+
+
 def revise(
     blob: bytes,
     stats: dict[str, StatEntry],
@@ -166,22 +267,39 @@ def revise(
     racy_ns: int,
 ) -> bytes:
     """The snapshot after a change to the listing: these files' stats replaced or added, the
-    `removed` files dropped, the folders listed again stamped anew and the `gone` ones dropped;
-    what pack would give for the same stat cache and stamps, without reading the rest back."""
-    paths, folders, at, end = _layout(blob)
-    paths, rows = _merged(
-        paths, blob[at:end], _ROW.size, {p: _stat_bytes(s, racy_ns) for p, s in stats.items()}, removed
-    )
-    mtime = struct.Struct("=q")
-    folders, mtimes = _merged(folders, blob[end:], 8, {f: mtime.pack(m) for f, m in stamps.items()}, gone)
-    p, f = _join(paths), _join(folders)
-    head = _HEADER.pack(_MAGIC, len(paths), len(folders)) + struct.pack("<QQ", len(p), len(f))
-    return b"".join([head, p, f, rows, mtimes])
+    `removed` files dropped, the folders listed again stamped anew and the `gone` ones dropped.
+    The base stays as it was and the change joins its delta, so a one-file change writes a few
+    hundred bytes, not the whole listing; a delta grown past _DELTA_MIN records and 1/_DELTA_SHARE
+    of the files is folded into a new base (what pack would give for the same stat cache)."""
+    end = base_length(blob)
+    delta = _delta_of(blob, end) if end is not None else None
+    if end is None or delta is None:
+        raise ValueError("unreadable guard snapshot")
+    for path, entry in stats.items():
+        delta.files[path] = _stat_bytes(entry, racy_ns)
+        delta.removed.discard(path)
+    for path in set(removed) - stats.keys():
+        delta.files.pop(path, None)
+        delta.removed.add(path)
+    for folder, mtime in stamps.items():
+        delta.folders[folder] = _MTIME.pack(mtime)
+        delta.gone.discard(folder)
+    for folder in set(gone) - stamps.keys():
+        delta.folders.pop(folder, None)
+        delta.gone.add(folder)
+    if delta.size() > max(_DELTA_MIN, _HEADER.unpack_from(blob)[1] // _DELTA_SHARE):
+        return _rebased(blob[:end], delta)
+    return blob[:end] + _delta_bytes(blob[:end], delta)
 
 
 def file_count(blob: bytes | None) -> int:
     """How many files the snapshot lists."""
-    return _HEADER.unpack_from(blob)[1] if blob and len(blob) >= _HEADER.size else 0
+    end = base_length(blob)
+    if end is None or blob is None:
+        return 0
+    if end + _DELTA.size <= len(blob):
+        return _DELTA.unpack_from(blob, end)[1]
+    return _HEADER.unpack_from(blob)[1]
 
 
 def unpack(blob: bytes | None) -> GuardSnapshot | None:
@@ -232,9 +350,44 @@ class StatView:
         self.folder_mtimes: list[int] = ints[5 * n :].tolist()
         # A hash taken within the racy window is not trusted: its file always counts as moved (no
         # stat has mtime -1).
-        self.untrusted = _zeros(ints[4 : 5 * n : 5].tolist())
+        self.untrusted = _positions(ints[4 : 5 * n : 5].tolist(), 0)
         for i in self.untrusted:
             self.mtimes[i] = -1
+
+    def apply(self, delta: _Delta) -> None:
+        """The delta's changes made to the view, in path order."""
+        paths, folders = self.paths, self.folders
+        for path in sorted(delta.removed):
+            i = bisect.bisect_left(paths, path)
+            if i < len(paths) and paths[i] == path:
+                for column in (self.names, paths, self.sizes, self.mtimes, self.ctimes, self.inodes):
+                    del column[i]
+        for path, row in sorted(delta.files.items()):
+            size, mtime, ctime, inode, trusted = _ROW.unpack(row)
+            values = (_encoded(path), path, size, mtime if trusted else -1, ctime, inode)
+            i = bisect.bisect_left(paths, path)
+            columns = (self.names, paths, self.sizes, self.mtimes, self.ctimes, self.inodes)
+            if i < len(paths) and paths[i] == path:
+                for column, value in zip(columns, values, strict=True):
+                    column[i] = value
+            else:
+                for column, value in zip(columns, values, strict=True):
+                    column.insert(i, value)
+        for folder in sorted(delta.gone):
+            i = bisect.bisect_left(folders, folder)
+            if i < len(folders) and folders[i] == folder:
+                del self.folder_names[i], folders[i], self.folder_mtimes[i]
+        for folder, stamp in sorted(delta.folders.items()):
+            values = (_encoded(folder), folder, _MTIME.unpack(stamp)[0])
+            i = bisect.bisect_left(folders, folder)
+            columns = (self.folder_names, folders, self.folder_mtimes)
+            if i < len(folders) and folders[i] == folder:
+                for column, value in zip(columns, values, strict=True):
+                    column[i] = value
+            else:
+                for column, value in zip(columns, values, strict=True):
+                    column.insert(i, value)
+        self.untrusted = _positions(self.mtimes, -1)
 
     def key(self, i: int) -> StatKey | None:
         """The stat file i must still have; None when its hash is not trusted."""
@@ -296,12 +449,12 @@ class StatView:
         return files, folders
 
 
-def _zeros(values: list[int]) -> list[int]:
-    """The positions of the zeros in values (few: a scan in C between them)."""
+def _positions(values: list[int], value: int) -> list[int]:
+    """Where value is in values (a few places: a scan in C between them)."""
     found, i = [], -1
     while True:
         try:
-            i = values.index(0, i + 1)
+            i = values.index(value, i + 1)
         except ValueError:
             return found
         found.append(i)
@@ -322,19 +475,26 @@ def stat_view(root: Path, blob: bytes | None) -> StatView | None:
     cached = _VIEWS.get(base)
     if cached is not None and cached[0] == blob:
         return cached[1]
-    if not blob or len(blob) < _HEADER.size + 16:
+    end = base_length(blob)
+    delta = _delta_of(blob, end) if end is not None and blob is not None else None
+    if delta is None or blob is None:
         return None
-    magic, n, d = _HEADER.unpack_from(blob)
+    if len(delta.files) + len(delta.removed) + len(delta.folders) + len(delta.gone) > _APPLIED_MAX:
+        blob = _rebased(blob[:end], delta)  # fewer list inserts, each a move of every row after it
+        delta = _Delta()
+    _magic, n, d = _HEADER.unpack_from(blob)
     lp, lf = struct.unpack_from("<QQ", blob, _HEADER.size)
     at = _HEADER.size + 16
-    if magic != _MAGIC or len(blob) != at + lp + lf + n * 40 + d * 8:
-        return None
     names = blob[at : at + lp].split(b"\0") if n else []
     folders = blob[at + lp : at + lp + lf].split(b"\0") if d else []
     if len(names) != n or len(folders) != d:
         return None
     # The int64 arrays read in place (numpy wrote them in native order): no numpy in a one-shot read.
-    view = StatView(base, names, folders, memoryview(blob)[at + lp + lf :].cast("q"))
+    view = StatView(
+        base, names, folders, memoryview(blob)[at + lp + lf : at + lp + lf + n * 40 + d * 8].cast("q")
+    )
+    if delta.size():
+        view.apply(delta)
     if len(_VIEWS) >= _MAX_VIEWS:
         _VIEWS.clear()
     _VIEWS[base] = (blob, view)

@@ -26,9 +26,10 @@ def _line(path: str, sha256: str) -> bytes:
 class CorpusLines:
     """The sorted lines of one revision."""
 
-    def __init__(self, entries: Mapping[str, str]) -> None:
-        self.paths = sorted(entries)
-        self.lines = [_line(path, entries[path]) for path in self.paths]
+    def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
+        rows = sorted(entries)  # (path, sha256): paths are unique, so this is path order
+        self.paths = [path for path, _ in rows]
+        self.lines = [_line(path, sha256) for path, sha256 in rows]
 
     def digest(self) -> str:
         return hashlib.sha1(b"".join(self.lines)).hexdigest()
@@ -50,7 +51,7 @@ class CorpusLines:
 
 def corpus_hash(entries: Mapping[str, str]) -> str:
     """sha1 of the sorted `path NUL sha256 LF` lines of entries (path -> sha256), kept for a change."""
-    lines = CorpusLines(entries)
+    lines = CorpusLines(entries.items())
     digest = lines.digest()
     _keep(digest, lines)
     return digest
@@ -67,7 +68,7 @@ def changed_corpus_hash(
     with _LOCK:
         lines = _LINES.pop(current, None)  # taken: two runs never edit the same lines
     if lines is None:
-        lines = CorpusLines(dict(read()))
+        lines = CorpusLines(read())
     lines.change(changed, removed)
     digest = lines.digest()
     _keep(digest, lines)

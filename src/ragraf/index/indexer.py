@@ -530,7 +530,7 @@ def index_moved(
     store.update_stat_cache(fresh, vanished)
     stamps, gone = (relisted.stamps, relisted.gone) if relisted is not None else ({}, [])
     blob = snapshot.revise(blob, fresh, vanished, stamps, gone, RACY_NS)
-    store.set_guard_snapshot(blob)
+    store.set_guard_snapshot(blob, snapshot.base_length(blob))
     counts["unchanged"] = rev.files - counts["added"] - counts["modified"]
     return IndexReport(
         index_rev=rev.rev,

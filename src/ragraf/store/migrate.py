@@ -178,11 +178,14 @@ def _copy(
         ) as copy:
             for path, e in stats.items():
                 copy.write_row((dst.repo_id, dst.checkout, path, *e))
-    snapshot = db.execute("SELECT value FROM meta WHERE key = 'guard_snapshot'").fetchone()
-    if snapshot is not None:
-        conn.execute(
-            SET_SNAPSHOT, (dst.repo_id, "guard_snapshot@" + dst.checkout, bytes(snapshot[0]), dst.repo_id)
-        )
+    parts = dict(
+        db.execute("SELECT key, value FROM meta WHERE key IN ('guard_snapshot', 'guard_snapshot:delta')")
+    )
+    if "guard_snapshot" in parts:
+        blob = bytes(parts["guard_snapshot"]) + bytes(
+            parts.get("guard_snapshot:delta", b"")
+        )  # base, then changes
+        conn.execute(SET_SNAPSHOT, (dst.repo_id, "guard_snapshot@" + dst.checkout, blob, dst.repo_id))
     vectors = _copy_vectors(db, dst, conn, chunk_map, say)
     return {
         "revisions": len(revisions),

@@ -112,7 +112,7 @@ class StatsMixin:
         value = bytes(row[0])
         return value[8:] if int.from_bytes(value[:8], "big") == row[1] else None
 
-    def set_guard_snapshot(self, blob: bytes) -> None:
+    def set_guard_snapshot(self, blob: bytes, base: int | None = None) -> None:  # noqa: ARG002 (written whole)
         with self._tx() as conn:
             conn.execute(SET_SNAPSHOT, (self.repo_id, "guard_snapshot@" + self.checkout, blob, self.repo_id))
 

@@ -45,20 +45,36 @@ class StatsMixin:
         return f"guard_snapshot:{self.view}" if self.view else "guard_snapshot"
 
     def guard_snapshot(self) -> bytes | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (self._snapshot_key(),)).fetchone()
-        return bytes(row[0]) if row else None
+        key = self._snapshot_key()
+        rows = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (key, key + ":delta")))
+        if key not in rows:
+            return None
+        return bytes(rows[key]) + bytes(rows.get(key + ":delta", b""))
 
     def guard_snapshot_digest(self) -> bytes | None:
-        """sha1 of the snapshot, written with it: a long-running guard compares 20 bytes, not the blob."""
+        """sha1 of the snapshot's base and of its delta, written with them: a long-running guard
+        compares 40 bytes, not the blob."""
         row = self.db.execute(
             "SELECT value FROM meta WHERE key = ?", (self._snapshot_key() + ":sha1",)
         ).fetchone()
         return bytes(row[0]) if row else None
 
-    def set_guard_snapshot(self, blob: bytes) -> None:
+    def set_guard_snapshot(self, blob: bytes, base: int | None = None) -> None:
+        """The first `base` bytes (the base: all of a 100,000-file listing) are written only when
+        they differ from the stored ones; the rest (the changes since) each time."""
+        key = self._snapshot_key()
+        cut = len(blob) if base is None else base
+        head, tail = memoryview(blob)[:cut], blob[cut:]
+        head_sha = hashlib.sha1(head).digest()
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (self._snapshot_key(), blob))
+            stored = db.execute("SELECT value FROM meta WHERE key = ?", (key + ":sha1",)).fetchone()
+            if stored is None or bytes(stored[0])[:20] != head_sha:
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, bytes(head)))
+            if tail:
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key + ":delta", tail))
+            else:
+                db.execute("DELETE FROM meta WHERE key = ?", (key + ":delta",))
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                (self._snapshot_key() + ":sha1", hashlib.sha1(blob).digest()),
+                (key + ":sha1", head_sha + hashlib.sha1(tail).digest()),
             )

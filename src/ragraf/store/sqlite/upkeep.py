@@ -114,7 +114,10 @@ class UpkeepMixin:
             for view in gone:  # `git worktree remove` took the folder: its view goes with it
                 old += [r[0] for r in db.execute("SELECT rev_no FROM revisions WHERE view = ?", (view,))]
                 db.execute("DELETE FROM stat_cache WHERE view = ?", (view,))
-                db.execute("DELETE FROM meta WHERE key = ?", (f"guard_snapshot:{view}",))
+                db.executemany(
+                    "DELETE FROM meta WHERE key = ?",
+                    [(f"guard_snapshot:{view}{part}",) for part in ("", ":delta", ":sha1")],
+                )
             # Content can lose its last reference only with a dropped revision, or never have had one
             # (stored by a run killed before its commit, so newer than the last gc's mark): only those
             # are checked, not every content of the index.
