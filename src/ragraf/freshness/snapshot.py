@@ -356,37 +356,17 @@ class StatView:
 
     def apply(self, delta: _Delta) -> None:
         """The delta's changes made to the view, in path order."""
-        paths, folders = self.paths, self.folders
+        files = (self.names, self.paths, self.sizes, self.mtimes, self.ctimes, self.inodes)
+        folders = (self.folder_names, self.folders, self.folder_mtimes)
         for path in sorted(delta.removed):
-            i = bisect.bisect_left(paths, path)
-            if i < len(paths) and paths[i] == path:
-                for column in (self.names, paths, self.sizes, self.mtimes, self.ctimes, self.inodes):
-                    del column[i]
+            _drop(files, path)
         for path, row in sorted(delta.files.items()):
             size, mtime, ctime, inode, trusted = _ROW.unpack(row)
-            values = (_encoded(path), path, size, mtime if trusted else -1, ctime, inode)
-            i = bisect.bisect_left(paths, path)
-            columns = (self.names, paths, self.sizes, self.mtimes, self.ctimes, self.inodes)
-            if i < len(paths) and paths[i] == path:
-                for column, value in zip(columns, values, strict=True):
-                    column[i] = value
-            else:
-                for column, value in zip(columns, values, strict=True):
-                    column.insert(i, value)
+            _put(files, path, (_encoded(path), path, size, mtime if trusted else -1, ctime, inode))
         for folder in sorted(delta.gone):
-            i = bisect.bisect_left(folders, folder)
-            if i < len(folders) and folders[i] == folder:
-                del self.folder_names[i], folders[i], self.folder_mtimes[i]
+            _drop(folders, folder)
         for folder, stamp in sorted(delta.folders.items()):
-            values = (_encoded(folder), folder, _MTIME.unpack(stamp)[0])
-            i = bisect.bisect_left(folders, folder)
-            columns = (self.folder_names, folders, self.folder_mtimes)
-            if i < len(folders) and folders[i] == folder:
-                for column, value in zip(columns, values, strict=True):
-                    column[i] = value
-            else:
-                for column, value in zip(columns, values, strict=True):
-                    column.insert(i, value)
+            _put(folders, folder, (_encoded(folder), folder, _MTIME.unpack(stamp)[0]))
         self.untrusted = _positions(self.mtimes, -1)
 
     def key(self, i: int) -> StatKey | None:
@@ -447,6 +427,25 @@ class StatView:
             i for i, f in enumerate(self.names) if (now := _stat_key(base + f)) is None or now != self.key(i)
         ]
         return files, folders
+
+
+def _drop(columns: tuple[list, ...], name: str) -> None:  # type: ignore[type-arg]
+    """The row of name taken out of the columns (the second holds the sorted names)."""
+    i = bisect.bisect_left(columns[1], name)
+    if i < len(columns[1]) and columns[1][i] == name:
+        for column in columns:
+            del column[i]
+
+
+def _put(columns: tuple[list, ...], name: str, values: tuple[object, ...]) -> None:  # type: ignore[type-arg]
+    """The row of name set to values in the columns, or inserted in order."""
+    i = bisect.bisect_left(columns[1], name)
+    found = i < len(columns[1]) and columns[1][i] == name
+    for column, value in zip(columns, values, strict=True):
+        if found:
+            column[i] = value
+        else:
+            column.insert(i, value)
 
 
 def _positions(values: list[int], value: int) -> list[int]:
