@@ -50,8 +50,33 @@ def test_reads_skip_the_stat_pass_until_something_changes(sample: Path, passes: 
     (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# edited\n")
     env = idx.search("TCPConnector")
     assert env.state == "drifted" and [w.path for w in env.stale_warnings] == [SERVER]
-    assert len(passes) == 3
+    assert len(passes) == 2  # the kernel named the file changed in place: only it was stat'ed
     assert idx.search("TCPConnector").state == "drifted"  # nothing new: the last pass's answer stands
+
+
+def test_files_changed_in_place_are_stat_ed_alone_and_a_new_entry_makes_a_whole_pass(
+    sample: Path, passes: list[int]
+) -> None:
+    idx = trusted_index(sample)
+    idx.status()
+    idx.status()  # armed
+    retry = sample / "src/app/retry.py"
+    with retry.open("a", encoding="utf-8") as fh:
+        fh.write("\n# appended\n")
+    assert [w.path for w in idx.status().stale_warnings] == ["src/app/retry.py"]
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# edited\n")
+    os.chmod(retry, 0o600)  # attributes only: its ctime moved, still drifted
+    assert sorted(w.path for w in idx.status().stale_warnings) == sorted([SERVER, "src/app/retry.py"])
+    assert len(passes) == 2
+    write(sample, {"src/app/added.py": "def added():\n    pass\n"})  # a new entry in a folder
+    env = idx.status()
+    assert len(passes) == 3
+    assert sorted(w.path for w in env.stale_warnings) == sorted(
+        [SERVER, "src/app/added.py", "src/app/retry.py"]
+    )
+    (sample / ".gitignore").write_text("*.log\nsrc/app/added.py\n")  # a rule changed in place
+    env = idx.status()
+    assert "src/app/added.py" not in [w.path for w in env.stale_warnings] and len(passes) == 4
 
 
 def test_created_deleted_and_touched_files_are_seen(sample: Path) -> None:

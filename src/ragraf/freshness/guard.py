@@ -155,8 +155,12 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
         view = stat_view(settings.root, snapshot_blob())
         return [f"{view.root}/{f}" if f else view.root for f in view.folders] if view is not None else None
 
+    def restat(paths: list[str]) -> list[str] | None:
+        view = stat_view(settings.root, snapshot_blob())
+        return view.moved_among(paths) if view is not None else None
+
     return watch.moved_since(
-        str(settings.root), digest, lambda: moved_files(settings.root, snapshot_blob()), folders
+        str(settings.root), digest, lambda: moved_files(settings.root, snapshot_blob()), folders, restat
     )
 
 

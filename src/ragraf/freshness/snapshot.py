@@ -415,6 +415,21 @@ class StatView:
             os.close(fd)
         return files, folders
 
+    def moved_among(self, paths: list[str]) -> list[str] | None:
+        """moved_files' answer when only these files (relative) can have changed: those of them the
+        snapshot lists whose stat moved; None when one vanished or is an ignore file."""
+        moved = []
+        for path in paths:
+            i = bisect.bisect_left(self.paths, path)
+            if i == len(self.paths) or self.paths[i] != path:
+                continue  # not listed (left out by the rules): the whole pass would not look either
+            now = _stat_key(f"{self.root}/{path}")
+            if now is None:
+                return None  # vanished: list again
+            if now != self.key(i):
+                moved.append(path)
+        return None if any(p.rsplit("/", 1)[-1] in IGNORE_FILES for p in moved) else moved
+
     def moved_one_by_one(self) -> tuple[list[int], list[int]]:
         """moved() when something vanished: each file and folder asked alone."""
         base = os.fsencode(self.root) + b"/"

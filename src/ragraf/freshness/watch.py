@@ -25,6 +25,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Events about a folder's entries rather than a file's content: only a whole pass can follow them.
+_STRUCTURE = (
+    0x040  # IN_MOVED_FROM
+    | 0x080  # IN_MOVED_TO
+    | 0x100  # IN_CREATE
+    | 0x200  # IN_DELETE
+    | 0x400  # IN_DELETE_SELF
+    | 0x800  # IN_MOVE_SELF
+    | 0x4000  # IN_Q_OVERFLOW
+    | 0x8000  # IN_IGNORED
+    | 0x40000000  # IN_ISDIR
+)
 # Anything that can change what a folder holds or what a file in it contains.
 _MASK = (
     0x002  # IN_MODIFY
@@ -60,12 +72,17 @@ _LIBC = _libc()
 class _Watch:
     """One root's inotify descriptor and what the last stat pass found."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: str) -> None:
         self.lock = threading.Lock()
+        self.root = root
         self.fd = -1
         self.failed = False
         self.digest: bytes | None = None
         self.moved: list[str] | None = None
+        self.folders: dict[int, str] = {}  # watch descriptor -> its folder, relative ("" the root)
+        # What the kernel named since the last pass: files (relative) whose content or attributes
+        # changed; None once a folder changed (an entry made, removed or renamed) or events were lost.
+        self.named: set[str] | None = set()
 
     def arm(self, folders: list[str]) -> bool:
         """Watch every folder of the snapshot; False (and never again) when the kernel says no."""
@@ -85,10 +102,17 @@ class _Watch:
     def add(self, folders: list[str]) -> bool:
         """Watch these folders too (one watched already keeps its watch); False when one cannot be."""
         assert _LIBC is not None
-        return all(_LIBC.inotify_add_watch(self.fd, os.fsencode(folder), _MASK) >= 0 for folder in folders)
+        cut = len(self.root) + 1
+        for folder in folders:
+            wd = _LIBC.inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
+            if wd < 0:
+                return False
+            self.folders[wd] = folder[cut:]
+        return True
 
     def changed(self) -> bool:
-        """Drain the queue: True when anything happened since the last call (or overflowed)."""
+        """Drain the queue: True when anything happened since the last call (or overflowed), what
+        it was added to `named`."""
         seen = False
         while True:
             try:
@@ -101,12 +125,27 @@ class _Watch:
             if not data:
                 return seen
             seen = True
+            self._note(data)
+
+    def _note(self, data: bytes) -> None:
+        offset = 0
+        while offset + _EVENT.size <= len(data) and self.named is not None:
+            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+            raw = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
+            offset += _EVENT.size + length
+            folder = self.folders.get(wd)
+            if mask & _STRUCTURE or folder is None or not raw:
+                self.named = None  # a folder's entries or the folder itself: a whole pass says what
+            else:
+                name = os.fsdecode(raw)
+                self.named.add(f"{folder}/{name}" if folder else name)
 
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
         self.fd = -1
         self.digest = self.moved = None
+        self.folders = {}
 
 
 _WATCHES: OrderedDict[str, _Watch] = OrderedDict()
@@ -117,7 +156,7 @@ def _watch_of(root: str) -> _Watch:
     with _REGISTRY_LOCK:
         watch = _WATCHES.get(root)
         if watch is None:
-            watch = _WATCHES[root] = _Watch()
+            watch = _WATCHES[root] = _Watch(root)
             while len(_WATCHES) > _MAX_ROOTS:
                 _WATCHES.popitem(last=False)[1].close()
         _WATCHES.move_to_end(root)
@@ -146,13 +185,22 @@ def moved_since(
     digest: bytes,
     stat_pass: Callable[[], list[str] | None],
     folders: Callable[[], list[str] | None],
+    restat: Callable[[list[str]], list[str] | None] | None = None,
 ) -> list[str] | None:
     """What stat_pass() would answer for the snapshot named by digest, running it only when the
-    kernel reported something under root since its last run (or nothing is watched)."""
+    kernel reported something under root since its last run (or nothing is watched). When all it
+    reported is files changed in place, restat(those and the last pass's files) answers instead:
+    the files among them whose stat moved, or None for a whole pass."""
     watch = _watch_of(root)
     with watch.lock:
-        if watch.fd >= 0 and watch.digest == digest and watch.moved is not None and not watch.changed():
-            return list(watch.moved)
+        if watch.fd >= 0 and watch.digest == digest and watch.moved is not None:
+            if not watch.changed():
+                return list(watch.moved)
+            if restat is not None and watch.named is not None and watch.fd >= 0:
+                moved = restat(sorted({*watch.moved, *watch.named}))
+                if moved is not None:
+                    watch.moved, watch.named = moved, set()
+                    return list(moved)
         if watch.fd >= 0 and watch.digest is not None and watch.digest != digest:
             # A new snapshot (an index run) may list new folders: watch those too. The watch
             # stays: closing it cost a reader 14 ms a revision at 200 folders, then arming anew.
@@ -165,6 +213,7 @@ def moved_since(
                 watch.arm(names)
         elif watch.fd >= 0:
             watch.changed()  # what happened so far is covered by the pass below
+        watch.named = set()
         moved = stat_pass()
         if watch.fd >= 0 and moved is not None:
             watch.digest, watch.moved = digest, moved
