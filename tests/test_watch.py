@@ -196,3 +196,25 @@ def test_an_index_right_after_a_watched_guard_takes_its_pass_instead_of_its_own(
     report = idx.index()
     assert index_passes == [1] and report.files["modified"] >= 2
     assert idx.status().state == "fresh"
+
+
+def test_after_an_index_run_of_the_same_process_only_the_changed_files_are_stat_ed_again(
+    sample: Path, passes: list[int]
+) -> None:
+    """An index run revises the snapshot's delta: the next guard stats the files either delta names
+    and what the kernel named since, not the tree; a new base or a folder's change makes a pass."""
+    idx = trusted_index(sample)
+    idx.status()
+    idx.status()  # armed
+    for n in range(3):
+        (sample / SERVER).write_text((sample / SERVER).read_text() + f"\ndef edit_{n}():\n    pass\n")
+        assert [w.path for w in idx.status().stale_warnings] == [SERVER]
+        assert idx.index().files["modified"] == 1
+        assert [w.path for w in idx.status().stale_warnings] in ([], [SERVER])  # racy: read again
+    assert len(passes) == 2
+    with (sample / "src/app/retry.py").open("a", encoding="utf-8") as fh:
+        fh.write("\n# appended\n")
+    assert "src/app/retry.py" in [w.path for w in idx.status().stale_warnings] and len(passes) == 2
+    write(sample, {"src/app/brand_new.py": "def brand_new():\n    pass\n"})
+    assert "src/app/brand_new.py" in [w.path for w in idx.status().stale_warnings]
+    assert len(passes) == 3

@@ -159,8 +159,18 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
         view = stat_view(settings.root, snapshot_blob())
         return view.moved_among(paths) if view is not None else None
 
+    def delta() -> watch.Delta | None:
+        # The SQLite store's digest is its base's sha1, then its delta's.
+        rows = snapshot.delta_rows(snapshot_blob()) if len(digest) == 40 else None
+        return (digest[:20], rows) if rows is not None else None
+
     return watch.moved_since(
-        str(settings.root), digest, lambda: moved_files(settings.root, snapshot_blob()), folders, restat
+        str(settings.root),
+        digest,
+        lambda: moved_files(settings.root, snapshot_blob()),
+        folders,
+        restat,
+        delta,
     )
 
 

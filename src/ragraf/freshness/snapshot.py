@@ -247,6 +247,15 @@ def _rebased(base: bytes, delta: _Delta) -> bytes:
     return b"".join([head, p, f, rows, mtimes])
 
 
+def delta_rows(blob: bytes | None) -> frozenset[str] | None:
+    """The files the snapshot's delta sets or drops; None when it also changes folders or is unreadable."""
+    end = base_length(blob)
+    delta = _delta_of(blob, end) if end is not None and blob is not None else None
+    if delta is None or delta.folders or delta.gone:
+        return None
+    return frozenset(delta.files) | frozenset(delta.removed)
+
+
 def folded(blob: bytes | None) -> bytes | None:
     """The snapshot as one base, its delta applied; None when unreadable."""
     end = base_length(blob)

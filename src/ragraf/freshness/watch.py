@@ -83,6 +83,7 @@ class _Watch:
         # What the kernel named since the last pass: files (relative) whose content or attributes
         # changed; None once a folder changed (an entry made, removed or renamed) or events were lost.
         self.named: set[str] | None = set()
+        self.delta: Delta | None = None  # of the snapshot at digest
 
     def arm(self, folders: list[str]) -> bool:
         """Watch every folder of the snapshot; False (and never again) when the kernel says no."""
@@ -180,27 +181,39 @@ def kept(root: str, digest: bytes) -> list[str] | None:
         return list(watch.moved)
 
 
+Delta = tuple[bytes, frozenset[str]]  # a snapshot's base (its sha1) and the files its delta sets or drops
+
+
 def moved_since(
     root: str,
     digest: bytes,
     stat_pass: Callable[[], list[str] | None],
     folders: Callable[[], list[str] | None],
     restat: Callable[[list[str]], list[str] | None] | None = None,
+    delta: Callable[[], Delta | None] | None = None,
 ) -> list[str] | None:
     """What stat_pass() would answer for the snapshot named by digest, running it only when the
     kernel reported something under root since its last run (or nothing is watched). When all it
     reported is files changed in place, restat(those and the last pass's files) answers instead:
-    the files among them whose stat moved, or None for a whole pass."""
+    the files among them whose stat moved, or None for a whole pass. So it does after a new
+    snapshot on the same base (an index run's change, delta() says), with the files either
+    snapshot's delta names, the only ones whose entries can differ."""
     watch = _watch_of(root)
     with watch.lock:
-        if watch.fd >= 0 and watch.digest == digest and watch.moved is not None:
-            if not watch.changed():
-                return list(watch.moved)
-            if restat is not None and watch.named is not None and watch.fd >= 0:
-                moved = restat(sorted({*watch.moved, *watch.named}))
-                if moved is not None:
-                    watch.moved, watch.named = moved, set()
-                    return list(moved)
+        if watch.fd >= 0 and watch.moved is not None and watch.digest is not None:
+            rows: frozenset[str] | None = frozenset()
+            now = watch.delta
+            if watch.digest != digest:
+                now, old = (delta() if delta is not None else None), watch.delta
+                rows = now[1] | old[1] if now is not None and old is not None and now[0] == old[0] else None
+            if rows is not None:
+                if not watch.changed() and not rows and watch.digest == digest:
+                    return list(watch.moved)
+                if restat is not None and watch.named is not None and watch.fd >= 0:
+                    moved = restat(sorted({*watch.moved, *watch.named, *rows}))
+                    if moved is not None:
+                        watch.digest, watch.moved, watch.named, watch.delta = digest, moved, set(), now
+                        return list(moved)
         if watch.fd >= 0 and watch.digest is not None and watch.digest != digest:
             # A new snapshot (an index run) may list new folders: watch those too. The watch
             # stays: closing it cost a reader 14 ms a revision at 200 folders, then arming anew.
@@ -217,6 +230,7 @@ def moved_since(
         moved = stat_pass()
         if watch.fd >= 0 and moved is not None:
             watch.digest, watch.moved = digest, moved
+            watch.delta = delta() if delta is not None else None
         else:
             watch.digest = watch.moved = None
         return moved
