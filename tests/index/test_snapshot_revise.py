@@ -49,7 +49,11 @@ def test_revised_and_patched_snapshots_equal_those_packed_from_the_changed_stat_
         repacked = snapshot.pack({**after, **again}, folders, RACY)
         assert snapshot.folded(twice) == repacked and view_of(twice) == view_of(repacked)
         in_place = {n: s for n, s in changed.items() if n in stats}
-        assert snapshot.patch(blob, in_place, RACY) == snapshot.pack({**stats, **in_place}, stamps, RACY)
+        patched = snapshot.patch(blob, {**in_place, "not/listed.py": _entry(rng)}, RACY)
+        assert snapshot.folded(patched) == snapshot.pack({**stats, **in_place}, stamps, RACY)
+        assert snapshot.folded(snapshot.patch(twice, in_place, RACY)) == snapshot.pack(
+            {**after, **again, **{n: e for n, e in in_place.items() if n in after}}, folders, RACY
+        )
 
 
 def view_of(blob: bytes) -> tuple[object, ...]:

@@ -128,16 +128,18 @@ def _layout(blob: bytes) -> tuple[list[str], list[str], int, int]:
 
 
 def patch(blob: bytes, stats: dict[str, StatEntry], racy_ns: int) -> bytes:
-    """The snapshot with these files' stats replaced (files it does not list are ignored): what
-    pack would give for the same stat cache, without reading the rest of it back."""
-    blob = folded(blob) or b""
-    paths, _folders, at, _end = _layout(blob)
-    out = bytearray(blob)
-    for path, s in stats.items():
-        i = bisect.bisect_left(paths, path)
-        if i < len(paths) and paths[i] == path:
-            _ROW.pack_into(out, at + i * _ROW.size, *_row(s, racy_ns))
-    return bytes(out)
+    """The snapshot with these files' stats replaced (files it does not list are ignored), as a
+    change to its delta (see revise)."""
+    end = base_length(blob)
+    delta = _delta_of(blob, end) if end is not None else None
+    if end is None or delta is None:
+        raise ValueError("unreadable guard snapshot")
+    n = _HEADER.unpack_from(blob)[1]
+    lp = struct.unpack_from("<Q", blob, _HEADER.size)[0]
+    listed = set(_split(blob[_HEADER.size + 16 : _HEADER.size + 16 + lp], n)) - delta.removed
+    return revise(
+        blob, {p: e for p, e in stats.items() if p in listed or p in delta.files}, [], {}, [], racy_ns
+    )
 
 
 def _merged(
