@@ -22,3 +22,12 @@ def test_an_unchanged_base_is_not_written_again(tmp_path: Path) -> None:
     store.set_guard_snapshot(b"a new base", 10)
     assert store.db.total_changes - before == 3  # the base, the (dropped) delta, the digests
     assert store.guard_snapshot() == b"a new base"
+
+
+def test_a_digest_left_without_its_base_does_not_stop_the_base_being_written(tmp_path: Path) -> None:
+    store = open_store(load_settings(tmp_path, env={"RAGRAF_HOME": str(tmp_path / "home")}), create=True)
+    store.set_guard_snapshot(b"base" * 100, 400)
+    with store.transaction() as db:
+        db.execute("DELETE FROM meta WHERE key = ?", (store._snapshot_key(),))
+    store.set_guard_snapshot(b"base" * 100 + b"delta", 400)
+    assert store.guard_snapshot() == b"base" * 100 + b"delta"

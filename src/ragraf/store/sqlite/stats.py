@@ -67,8 +67,11 @@ class StatsMixin:
         head, tail = memoryview(blob)[:cut], blob[cut:]
         head_sha = hashlib.sha1(head).digest()
         with self.transaction() as db:
-            stored = db.execute("SELECT value FROM meta WHERE key = ?", (key + ":sha1",)).fetchone()
-            if stored is None or bytes(stored[0])[:20] != head_sha:
+            stored, has_base = db.execute(
+                "SELECT (SELECT value FROM meta WHERE key = ?1 || ':sha1'), EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
+                (key,),
+            ).fetchone()
+            if not has_base or stored is None or bytes(stored)[:20] != head_sha:
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, bytes(head)))
             if tail:
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key + ":delta", tail))
