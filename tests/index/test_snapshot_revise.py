@@ -81,6 +81,21 @@ def test_a_change_to_a_large_snapshot_keeps_its_base_and_adds_a_small_delta_unti
     assert snapshot.file_count(folded_at) == 20_000 + 20_000 // 256
 
 
+def test_a_view_of_a_delta_with_many_new_files_is_read_folded_once_per_snapshot() -> None:
+    rng = random.Random(5)
+    stats = {f"pkg{i % 20}/m{i}.py": _entry(rng) for i in range(30_000)}
+    blob = snapshot.pack(stats, {"": 1, **{f"pkg{d}": d for d in range(20)}}, RACY)
+    new = {f"pkg{k}/new{k}.py": _entry(rng) for k in range(snapshot._APPLIED_MAX + 5)}
+    revised = snapshot.revise(blob, new, [], {}, [], RACY)
+    assert snapshot.base_length(revised) < len(revised)  # still a delta: too small to fold
+    snapshot._VIEWS.clear()
+    first = snapshot.stat_view(Path("/nowhere"), revised)
+    assert first is snapshot.stat_view(Path("/nowhere"), revised)  # kept for the same snapshot
+    assert view_of(revised) == view_of(
+        snapshot.pack({**stats, **new}, {"": 1, **{f"pkg{d}": d for d in range(20)}}, RACY)
+    )
+
+
 def test_revising_a_snapshot_imports_no_numpy(tmp_path: Path) -> None:
     stats = {
         f"src/m{i}.py": StatEntry(i, 10**18 + i, 10**18 + i, i, "h", 10**18 + i + 3 * RACY) for i in range(50)

@@ -160,9 +160,9 @@ def _moved(settings: Settings, store: Store) -> list[str] | None:
         return view.moved_among(paths) if view is not None else None
 
     def delta() -> watch.Delta | None:
-        # The SQLite store's digest is its base's sha1, then its delta's.
-        rows = snapshot.delta_rows(snapshot_blob()) if len(digest) == 40 else None
-        return (digest[:20], rows) if rows is not None else None
+        # The SQLite store's digest is its base's sha1, then its delta's; the folder records must match too.
+        found = snapshot.delta_rows(snapshot_blob()) if len(digest) == 40 else None
+        return (digest[:20] + found[1], found[0]) if found is not None else None
 
     return watch.moved_since(
         str(settings.root),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import hashlib
 import os
 import struct
 from collections.abc import Iterable
@@ -193,7 +194,7 @@ _MTIME = struct.Struct("=q")
 # A delta of more records than this (or 1/256 of the files) is folded into a new base.
 _DELTA_MIN = 64
 _DELTA_SHARE = 256
-_APPLIED_MAX = 16  # a view takes a delta of up to this many records as it is, else the folded base
+_APPLIED_MAX = 16  # a view inserts or drops up to this many rows for a delta, else reads it folded
 
 
 def _delta_of(blob: bytes, end: int) -> _Delta | None:
@@ -249,13 +250,16 @@ def _rebased(base: bytes, delta: _Delta) -> bytes:
     return b"".join([head, p, f, rows, mtimes])
 
 
-def delta_rows(blob: bytes | None) -> frozenset[str] | None:
-    """The files the snapshot's delta sets or drops; None when it also changes folders or is unreadable."""
+def delta_rows(blob: bytes | None) -> tuple[frozenset[str], bytes] | None:
+    """The files the snapshot's delta sets or drops, and a digest of its folder records (two
+    snapshots on one base with the same folder records list the same folders); None when unreadable."""
     end = base_length(blob)
     delta = _delta_of(blob, end) if end is not None and blob is not None else None
-    if delta is None or delta.folders or delta.gone:
+    if delta is None:
         return None
-    return frozenset(delta.files) | frozenset(delta.removed)
+    folders = b"".join(_encoded(f) + b"\0" + delta.folders[f] for f in sorted(delta.folders))
+    folders += b"\0".join(map(_encoded, sorted(delta.gone)))
+    return frozenset(delta.files) | frozenset(delta.removed), hashlib.sha1(folders).digest()
 
 
 def folded(blob: bytes | None) -> bytes | None:
@@ -365,10 +369,15 @@ class StatView:
         for i in self.untrusted:
             self.mtimes[i] = -1
 
-    def apply(self, delta: _Delta) -> None:
-        """The delta's changes made to the view, in path order."""
+    def apply(self, delta: _Delta) -> bool:
+        """The delta's changes made to the view, in path order; False (and nothing changed) when
+        more than _APPLIED_MAX rows would be inserted or dropped, each a move of every row after it."""
         files = (self.names, self.paths, self.sizes, self.mtimes, self.ctimes, self.inodes)
         folders = (self.folder_names, self.folders, self.folder_mtimes)
+        moves = sum(not _holds(self.paths, p) for p in delta.files) + len(delta.removed)
+        moves += sum(not _holds(self.folders, f) for f in delta.folders) + len(delta.gone)
+        if moves > _APPLIED_MAX:
+            return False
         for path in sorted(delta.removed):
             _drop(files, path)
         for path, row in sorted(delta.files.items()):
@@ -379,6 +388,7 @@ class StatView:
         for folder, stamp in sorted(delta.folders.items()):
             _put(folders, folder, (_encoded(folder), folder, _MTIME.unpack(stamp)[0]))
         self.untrusted = _positions(self.mtimes, -1)
+        return True
 
     def key(self, i: int) -> StatKey | None:
         """The stat file i must still have; None when its hash is not trusted."""
@@ -455,6 +465,11 @@ class StatView:
         return files, folders
 
 
+def _holds(names: list[str], name: str) -> bool:
+    i = bisect.bisect_left(names, name)
+    return i < len(names) and names[i] == name
+
+
 def _drop(columns: tuple[list, ...], name: str) -> None:  # type: ignore[type-arg]
     """The row of name taken out of the columns (the second holds the sorted names)."""
     i = bisect.bisect_left(columns[1], name)
@@ -494,19 +509,8 @@ _VIEWS: dict[str, tuple[bytes, StatView]] = {}
 _MAX_VIEWS = 8
 
 
-def stat_view(root: Path, blob: bytes | None) -> StatView | None:
-    """The snapshot of root laid out for moved_files, parsed once per blob; None when absent or unreadable."""
-    base = str(root)
-    cached = _VIEWS.get(base)
-    if cached is not None and cached[0] == blob:
-        return cached[1]
-    end = base_length(blob)
-    delta = _delta_of(blob, end) if end is not None and blob is not None else None
-    if delta is None or blob is None:
-        return None
-    if len(delta.files) + len(delta.removed) + len(delta.folders) + len(delta.gone) > _APPLIED_MAX:
-        blob = _rebased(blob[:end], delta)  # fewer list inserts, each a move of every row after it
-        delta = _Delta()
+def _base_view(root: str, blob: bytes) -> StatView | None:
+    """The view of the snapshot's base alone."""
     _magic, n, d = _HEADER.unpack_from(blob)
     lp, lf = struct.unpack_from("<QQ", blob, _HEADER.size)
     at = _HEADER.size + 16
@@ -515,11 +519,26 @@ def stat_view(root: Path, blob: bytes | None) -> StatView | None:
     if len(names) != n or len(folders) != d:
         return None
     # The int64 arrays read in place (numpy wrote them in native order): no numpy in a one-shot read.
-    view = StatView(
-        base, names, folders, memoryview(blob)[at + lp + lf : at + lp + lf + n * 40 + d * 8].cast("q")
+    return StatView(
+        root, names, folders, memoryview(blob)[at + lp + lf : at + lp + lf + n * 40 + d * 8].cast("q")
     )
-    if delta.size():
-        view.apply(delta)
+
+
+def stat_view(root: Path, blob: bytes | None) -> StatView | None:
+    """The snapshot of root laid out for moved_files, parsed once per blob; None when absent or unreadable."""
+    base = str(root)
+    cached = _VIEWS.get(base)
+    if cached is not None and cached[0] == blob:
+        return cached[1]
+    end = base_length(blob)
+    delta = _delta_of(blob, end) if end is not None and blob is not None else None
+    if delta is None or blob is None or end is None:
+        return None
+    view = _base_view(base, blob)
+    if view is not None and delta.size() and not view.apply(delta):
+        view = _base_view(base, _rebased(blob[:end], delta))  # fewer list moves than inserting each row
+    if view is None:
+        return None
     if len(_VIEWS) >= _MAX_VIEWS:
         _VIEWS.clear()
     _VIEWS[base] = (blob, view)

@@ -181,7 +181,8 @@ def kept(root: str, digest: bytes) -> list[str] | None:
         return list(watch.moved)
 
 
-Delta = tuple[bytes, frozenset[str]]  # a snapshot's base (its sha1) and the files its delta sets or drops
+# What a snapshot is over (its base and the folders its delta records) and the files its delta sets or drops.
+Delta = tuple[bytes, frozenset[str]]
 
 
 def moved_since(
