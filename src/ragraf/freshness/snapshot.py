@@ -131,16 +131,14 @@ def _layout(blob: bytes) -> tuple[list[str], list[str], int, int]:
 def patch(blob: bytes, stats: dict[str, StatEntry], racy_ns: int) -> bytes:
     """The snapshot with these files' stats replaced (files it does not list are ignored), as a
     change to its delta (see revise)."""
-    end = base_length(blob)
-    delta = _delta_of(blob, end) if end is not None else None
-    if end is None or delta is None:
-        raise ValueError("unreadable guard snapshot")
-    n = _HEADER.unpack_from(blob)[1]
-    lp = struct.unpack_from("<Q", blob, _HEADER.size)[0]
-    listed = set(_split(blob[_HEADER.size + 16 : _HEADER.size + 16 + lp], n)) - delta.removed
-    return revise(
-        blob, {p: e for p, e in stats.items() if p in listed or p in delta.files}, [], {}, [], racy_ns
-    )
+    end, delta = _readable(blob)
+    listed = _listed(blob[:end])
+    kept = {
+        p: e
+        for p, e in stats.items()
+        if p in delta.files or (_encoded(p) in listed and p not in delta.removed)
+    }
+    return revise(blob, kept, [], {}, [], racy_ns)
 
 
 def _merged(
@@ -197,6 +195,30 @@ _DELTA_SHARE = 256
 _APPLIED_MAX = 16  # a view inserts or drops up to this many rows for a delta, else reads it folded
 
 
+def _base_and_delta(blob: bytes | None) -> tuple[int, _Delta] | None:
+    """Where the snapshot's base ends, and its delta; None when unreadable."""
+    end = base_length(blob)
+    if end is None or blob is None:
+        return None
+    delta = _delta_of(blob, end)
+    return (end, delta) if delta is not None else None
+
+
+def _readable(blob: bytes) -> tuple[int, _Delta]:
+    """_base_and_delta, or ValueError when unreadable."""
+    found = _base_and_delta(blob)
+    if found is None:
+        raise ValueError("unreadable guard snapshot")
+    return found
+
+
+def _listed(base: bytes) -> set[bytes]:
+    """The names of the files a base lists, as stored."""
+    n = _HEADER.unpack_from(base)[1]
+    lp = struct.unpack_from("<Q", base, _HEADER.size)[0]
+    return set(base[_HEADER.size + 16 : _HEADER.size + 16 + lp].split(b"\0")) if n else set()
+
+
 def _delta_of(blob: bytes, end: int) -> _Delta | None:
     """The delta after the base ending at `end` (empty when there is none); None when unreadable."""
     if end == len(blob):
@@ -226,11 +248,11 @@ def _delta_of(blob: bytes, end: int) -> _Delta | None:
 def _delta_bytes(base: bytes, delta: _Delta) -> bytes:
     files, folders = sorted(delta.files), sorted(delta.folders)
     lists = [_join(files), _join(sorted(delta.removed)), _join(folders), _join(sorted(delta.gone))]
-    n = _HEADER.unpack_from(base)[1]
-    lp = struct.unpack_from("<Q", base, _HEADER.size)[0]
-    listed = set(base[_HEADER.size + 16 : _HEADER.size + 16 + lp].split(b"\0")) if n else set()
+    listed = _listed(base)
     count = (
-        n + sum(_encoded(p) not in listed for p in files) - sum(_encoded(p) in listed for p in delta.removed)
+        _HEADER.unpack_from(base)[1]
+        + sum(_encoded(p) not in listed for p in files)
+        - sum(_encoded(p) in listed for p in delta.removed)
     )
     return b"".join([
         _DELTA.pack(_DELTA_MAGIC, count, len(files), len(delta.removed), len(folders), len(delta.gone)),
@@ -253,10 +275,10 @@ def _rebased(base: bytes, delta: _Delta) -> bytes:
 def delta_rows(blob: bytes | None) -> tuple[frozenset[str], bytes] | None:
     """The files the snapshot's delta sets or drops, and a digest of its folder records (two
     snapshots on one base with the same folder records list the same folders); None when unreadable."""
-    end = base_length(blob)
-    delta = _delta_of(blob, end) if end is not None and blob is not None else None
-    if delta is None:
+    found = _base_and_delta(blob)
+    if found is None:
         return None
+    delta = found[1]
     folders = b"".join(_encoded(f) + b"\0" + delta.folders[f] for f in sorted(delta.folders))
     folders += b"\0".join(map(_encoded, sorted(delta.gone)))
     return frozenset(delta.files) | frozenset(delta.removed), hashlib.sha1(folders).digest()
@@ -264,13 +286,11 @@ def delta_rows(blob: bytes | None) -> tuple[frozenset[str], bytes] | None:
 
 def folded(blob: bytes | None) -> bytes | None:
     """The snapshot as one base, its delta applied; None when unreadable."""
-    end = base_length(blob)
-    if end is None or blob is None:
+    found = _base_and_delta(blob)
+    if found is None or blob is None:
         return None
-    if end == len(blob):
-        return blob
-    delta = _delta_of(blob, end)
-    return _rebased(blob[:end], delta) if delta is not None else None
+    end, delta = found
+    return blob if end == len(blob) else _rebased(blob[:end], delta)
 
 
 def revise(
@@ -286,10 +306,7 @@ def revise(
     The base stays as it was and the change joins its delta, so a one-file change writes a few
     hundred bytes, not the whole listing; a delta grown past _DELTA_MIN records and 1/_DELTA_SHARE
     of the files is folded into a new base (what pack would give for the same stat cache)."""
-    end = base_length(blob)
-    delta = _delta_of(blob, end) if end is not None else None
-    if end is None or delta is None:
-        raise ValueError("unreadable guard snapshot")
+    end, delta = _readable(blob)
     for path, entry in stats.items():
         delta.files[path] = _stat_bytes(entry, racy_ns)
         delta.removed.discard(path)
@@ -530,10 +547,10 @@ def stat_view(root: Path, blob: bytes | None) -> StatView | None:
     cached = _VIEWS.get(base)
     if cached is not None and cached[0] == blob:
         return cached[1]
-    end = base_length(blob)
-    delta = _delta_of(blob, end) if end is not None and blob is not None else None
-    if delta is None or blob is None or end is None:
+    found = _base_and_delta(blob)
+    if found is None or blob is None:
         return None
+    end, delta = found
     view = _base_view(base, blob)
     if view is not None and delta.size() and not view.apply(delta):
         view = _base_view(base, _rebased(blob[:end], delta))  # fewer list moves than inserting each row
