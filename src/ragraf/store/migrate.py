@@ -29,6 +29,7 @@ from ragraf.store.postgres import (
     default_repo_key,
 )
 from ragraf.store.sqlite import SqliteStore
+from ragraf.store.sqlite.stats import read_snapshot
 from ragraf.tokens import index_text
 
 if TYPE_CHECKING:
@@ -178,13 +179,8 @@ def _copy(
         ) as copy:
             for path, e in stats.items():
                 copy.write_row((dst.repo_id, dst.checkout, path, *e))
-    parts = dict(
-        db.execute("SELECT key, value FROM meta WHERE key IN ('guard_snapshot', 'guard_snapshot:delta')")
-    )
-    if "guard_snapshot" in parts:
-        blob = bytes(parts["guard_snapshot"]) + bytes(
-            parts.get("guard_snapshot:delta", b"")
-        )  # base, then changes
+    blob = read_snapshot(db, "guard_snapshot")
+    if blob is not None:
         conn.execute(SET_SNAPSHOT, (dst.repo_id, "guard_snapshot@" + dst.checkout, blob, dst.repo_id))
     vectors = _copy_vectors(db, dst, conn, chunk_map, say)
     return {

@@ -10,6 +10,14 @@ from contextlib import AbstractContextManager
 from ragraf.store.base import StatEntry
 
 
+def read_snapshot(db: sqlite3.Connection, key: str) -> bytes | None:
+    """The guard snapshot stored under key: its base, then its delta (the changes since)."""
+    rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (key, key + ":delta")))
+    if key not in rows:
+        return None
+    return bytes(rows[key]) + bytes(rows.get(key + ":delta", b""))
+
+
 class StatsMixin:
     """Stat cache and guard snapshot of SqliteStore."""
 
@@ -45,11 +53,7 @@ class StatsMixin:
         return f"guard_snapshot:{self.view}" if self.view else "guard_snapshot"
 
     def guard_snapshot(self) -> bytes | None:
-        key = self._snapshot_key()
-        rows = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (key, key + ":delta")))
-        if key not in rows:
-            return None
-        return bytes(rows[key]) + bytes(rows.get(key + ":delta", b""))
+        return read_snapshot(self.db, self._snapshot_key())
 
     def guard_snapshot_digest(self) -> bytes | None:
         """sha1 of the snapshot's base and of its delta, written with them: a long-running guard
