@@ -20,7 +20,8 @@ from ragraf.store.migrate import copy_sqlite_to_postgres, register
 from ragraf.store.postgres import PostgresStore
 from ragraf.store.sqlite import SqliteStore
 
-MODEL = "test/migrate-model@1"  # not the contract tests' model: one PostgreSQL database holds both, at other dims
+# Not the contract tests' model: one PostgreSQL database holds both tests' vectors, at other dims.
+MODEL = "test/migrate-model@1"
 DIM = 24
 QUERIES = ["TCPConnector", "retry with exponential backoff", "http client request", "keep alive", "guide"]
 
