@@ -33,8 +33,10 @@ def _covered_key(rev_no: int, model: str) -> str:
 
 
 def pack_text(text: str) -> bytes:
-    """A chunk's text as stored: zlib-compressed UTF-8 (source text shrinks about 4x)."""
-    return zlib.compress(text.encode("utf-8"))
+    """A chunk's text as stored: zlib-compressed UTF-8 (source text shrinks about 3x)."""
+    # Level 4, not the default 6: over the speed corpus's 105 MB of chunks alone 1.9 against 4.6
+    # CPU-s for 1.5% more bytes; in a whole cold index 0.2-0.3 CPU-s (1%); decompression the same.
+    return zlib.compress(text.encode("utf-8"), 4)
 
 
 def _fts_values(db: sqlite3.Connection, ids: list[int]) -> list[tuple[int, str, str]]:
