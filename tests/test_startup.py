@@ -49,7 +49,7 @@ HEAVY = (
     "ragraf.adapters.http_api",
 )
 # Nor, for a lookup of an unchanged tree (plain or a git work tree over its base), anything that
-# lists, hashes or indexes files, searches, watches or sets up agents.
+# lists, hashes or indexes files, searches, walks the call graph, watches or sets up agents.
 LOOKUP_NEVER = (
     *HEAVY,
     "ctypes",
@@ -59,6 +59,10 @@ LOOKUP_NEVER = (
     "ragraf.corpus.secrets",
     "ragraf.search.engine",
     "ragraf.search.localize",
+    "ragraf.facts.graph",
+    "ragraf.facts.impact",
+    "ragraf.facts.related",
+    "ragraf.facts.repomap",
     "ragraf.search.report",
     "ragraf.freshness.watch",
     "ragraf.freshness.changes",

@@ -49,13 +49,13 @@ def test_focus_ranks_around_a_path(project: Path) -> None:
 
 def test_the_ranking_is_computed_once_per_revision_and_focus(project: Path, monkeypatch) -> None:
     calls = []
-    real = graph_ops.rank_columns
+    real = repomap.rank_columns
 
     def counting(*args, **kwargs):
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(graph_ops, "rank_columns", counting)
+    monkeypatch.setattr(repomap, "rank_columns", counting)  # read at each call: imported there lazily
     graph_ops._MAPS.clear()
     with Index.open(project) as idx:
         first = idx.repo_map()

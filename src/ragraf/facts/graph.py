@@ -29,8 +29,6 @@ from ragraf.store import FactHit, Store
 
 from .lookup import ENTRY_STEMS
 
-MAX_DEPTH = 10  # a deeper ask is clamped: past ten hops a graph is the whole program
-DEFAULT_BUDGET = 200  # nodes of one traversal; what is cut is counted
 MAX_SITES = 20_000  # call sites of one name read for its callers
 MAX_CANDIDATES = 3  # definitions of one name a call in a file, a class or a module may mean, listed
 MAX_METHOD_GUESSES = 8  # methods of one name a call on a receiver of unknown type may run and still count

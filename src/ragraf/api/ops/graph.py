@@ -9,36 +9,24 @@ import marshal
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragraf.api.envelope import Envelope
 from ragraf.api.guarded import Guarded
 from ragraf.api.session import names_damage
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.errors import UsageError
-from ragraf.facts.graph import (
-    DEFAULT_BUDGET,
-    MAX_DEPTH,
-    CodeGraph,
-    Node,
-    Traversal,
-    node_of,
-    traverse,
-)
-from ragraf.facts.impact import (
-    Change,
-    FileChange,
-    git_diff,
-    impact_of,
-    line_changes,
-    parse_diff,
-    touched_definitions,
-)
 from ragraf.facts.lookup import find_definitions
-from ragraf.facts.related import definition_at, related
-from ragraf.facts.repomap import Columns, first_files, fit_budget, from_bytes, rank_columns, to_bytes
 from ragraf.freshness.guard import DriftSet
 from ragraf.freshness.live_read import confine, parse_spec
+
+if TYPE_CHECKING:  # the graph's modules load with the first graph operation, not with every read
+    from ragraf.facts.graph import CodeGraph, Node, Traversal
+    from ragraf.facts.impact import Change
+    from ragraf.facts.repomap import Columns
+
+MAX_DEPTH = 10  # a deeper ask is clamped: past ten hops a graph is the whole program
+DEFAULT_BUDGET = 200  # nodes of one traversal; what is cut is counted
 
 MAX_ROOTS = 20  # definitions of one name followed at once
 MAX_RELATED = 50
@@ -72,6 +60,10 @@ class GraphOps(Guarded):
         rev, drift, env = self._begin("related", reindex_on_drift)
         if env.state == "refused":
             return env
+        from ragraf.facts.graph import CodeGraph
+        from ragraf.facts.related import definition_at
+        from ragraf.facts.related import related as similar
+
         graph = CodeGraph(self.store(), rev.rev_no)
         node = definition_at(graph, rel, line)
         if node is None:
@@ -83,7 +75,7 @@ class GraphOps(Guarded):
             )
             return env
         files_total = max(1, rev.files)
-        for r in related(graph, node, files_total, min(k, MAX_RELATED)):
+        for r in similar(graph, node, files_total, min(k, MAX_RELATED)):
             env.results.append({
                 **r.node.to_dict(), "score": round(r.score, 4), "shared": list(r.shared), "edge": r.edge,
                 "stale": r.node.path in drift.paths,
@@ -102,6 +94,8 @@ class GraphOps(Guarded):
         rev, drift, env = self._begin("map", reindex_on_drift)
         if env.state == "refused":
             return env
+        from ragraf.facts.repomap import fit_budget
+
         ranked, _ = self._ranked(rev.rev_no, rev.corpus_hash, focus)
         kept, cut = fit_budget(ranked, budget)
         for f in kept:
@@ -118,6 +112,8 @@ class GraphOps(Guarded):
         return env
 
     def _ranked(self, rev_no: int, corpus_hash: str, focus: list[str]) -> tuple[Columns, bool]:
+        from ragraf.facts.repomap import first_files, from_bytes, rank_columns, to_bytes
+
         key = hashlib.sha1(
             json.dumps([corpus_hash, sorted(focus), MAP_FORMAT, marshal.version]).encode()
         ).hexdigest()[:20]
@@ -149,6 +145,8 @@ class GraphOps(Guarded):
         rev, drift, env = self._begin("callees", reindex_on_drift)
         if env.state == "refused":
             return env
+        from ragraf.facts.graph import CodeGraph
+
         graph = CodeGraph(self.store(), rev.rev_no)
         roots = self._roots(graph, name, rev.rev, env)
         for root in roots:
@@ -197,6 +195,8 @@ class GraphOps(Guarded):
         if budget > MAX_BUDGET:
             env.notes.append(f"budget {budget} clamped to {MAX_BUDGET}")
             budget = MAX_BUDGET
+        from ragraf.facts.graph import CodeGraph, traverse
+
         graph = CodeGraph(self.store(), rev.rev_no)
         roots = self._roots(graph, name, rev.rev, env)
         if not roots:
@@ -233,6 +233,9 @@ class GraphOps(Guarded):
         rev_info, drift, env = self._begin("impact", reindex_on_drift or "warn")
         if env.state == "refused":
             return env
+        from ragraf.facts.graph import CodeGraph
+        from ragraf.facts.impact import git_diff, impact_of, parse_diff, touched_definitions
+
         graph = CodeGraph(self.store(), rev_info.rev_no)
         root = self.settings.root
         new_texts: dict[str, str | None] = {}
@@ -340,6 +343,8 @@ class GraphOps(Guarded):
     ) -> Change:
         """The work tree's change against the revision `graph` reads, line by line: the drift the
         guard found and the paths a view laid over its base."""
+        from ragraf.facts.impact import Change, FileChange, line_changes
+
         change = Change(files=[])
         root = self.settings.root
         indexed = {p for p, _ in graph.store.manifest_hashes(graph.rev_no)} if laid else set()
@@ -406,6 +411,8 @@ class GraphOps(Guarded):
 
     def _roots(self, graph: CodeGraph, name: str, rev: str, env: Envelope) -> list[Node]:
         """The definitions NAME names (a qualified name narrows), or a note saying there are none."""
+        from ragraf.facts.graph import node_of
+
         if not name.strip():
             raise UsageError("the name is empty", suggest="give a definition's name, e.g. Session.send")
         hits, how = find_definitions(graph.store, graph.rev_no, name)
