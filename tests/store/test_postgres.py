@@ -421,7 +421,7 @@ def test_match_strings_from_fts_match_become_tsquery_operands() -> None:
 def test_hnsw_search_agrees_with_the_exact_scan(open_pg, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     store = open_pg()
     dim, n = 32, 3000
-    chunks = [ChunkRecord(i, i + 1, i + 1, None, f"line {i}", f"line {i}") for i in range(n)]
+    chunks = [ChunkRecord.of(i, i + 1, i + 1, None, f"line {i}") for i in range(n)]
     content = ContentBundle(("h" * 64, "text", CHUNKER), chunks, [], "unsupported")
     ids = store.add_contents([content])
     rev = store.commit_revision(
@@ -461,7 +461,7 @@ def test_hnsw_search_answers_like_the_exact_scan_with_every_path_and_no_other_re
     stores, revs = [], []
     for name in ("a", "b"):  # one model, so one HNSW graph holds both repositories' vectors
         store = open_pg()
-        chunks = [ChunkRecord(i, i + 1, i + 1, None, f"{name} {i}", f"{name} {i}") for i in range(n)]
+        chunks = [ChunkRecord.of(i, i + 1, i + 1, None, f"{name} {i}") for i in range(n)]
         content = ContentBundle((sha(name), "text", CHUNKER), chunks, [], "unsupported")
         cid = store.add_contents([content])[content.key]
         manifest = [ManifestEntry(path, sha(name), cid, 1) for path in (f"{name}.txt", f"copy/{name}.txt")]
@@ -489,7 +489,7 @@ def test_hnsw_searches_keep_their_settings_to_their_own_connections_and_survive_
 ) -> None:  # type: ignore[no-untyped-def]
     store = open_pg()
     dim, n = 16, 400
-    chunks = [ChunkRecord(i, i + 1, i + 1, None, f"row {i}", f"row {i}") for i in range(n)]
+    chunks = [ChunkRecord.of(i, i + 1, i + 1, None, f"row {i}") for i in range(n)]
     content = ContentBundle((sha("hnsw"), "text", CHUNKER), chunks, [], "unsupported")
     ids = store.add_contents([content])
     rev = store.commit_revision(
@@ -547,7 +547,7 @@ def test_the_lexical_pending_list_stays_short_under_many_commits(open_pg) -> Non
     rng = np.random.default_rng(3)
     for commit in range(4):  # about 1 MB of new postings, far past the 64 kB bound
         chunks = [
-            ChunkRecord(i, i + 1, i + 1, None, text, text)
+            ChunkRecord.of(i, i + 1, i + 1, None, text)
             for i, text in enumerate(
                 " ".join(f"w{commit}x{v}" for v in rng.integers(0, 10**6, size=120)) for _ in range(300)
             )

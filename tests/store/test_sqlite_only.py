@@ -346,7 +346,7 @@ def test_a_large_revision_is_searched_through_int8_codes_with_exact_answers(tmp_
     assert sq.simsimd is not None  # installed with ragraf: else every search scores every row in float32
     store = sq.SqliteStore(tmp_path / "index.db", create=True)
     dim, n = 64, 4000  # uniform random vectors: the hardest case for a quantised first pass
-    chunks = [ChunkRecord(i, i + 1, i + 1, None, f"row {i}", f"row {i}") for i in range(n)]
+    chunks = [ChunkRecord.of(i, i + 1, i + 1, None, f"row {i}") for i in range(n)]
     content = ContentBundle(("a" * 64, "text", CHUNKER), chunks, [], "unsupported")
     cid = store.add_contents([content])[content.key]
     rev = store.commit_revision(

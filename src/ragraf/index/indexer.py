@@ -377,7 +377,7 @@ class _Batch:
 
     def add(self, bundle: ContentBundle) -> None:
         self.bundles.append(bundle)
-        self.text += sum(len(c.text) + len(c.index_text) for c in bundle.chunks)
+        self.text += sum(2 * len(c.text) + len(c.tail) for c in bundle.chunks)  # text and lexical row
         if len(self.bundles) >= _BATCH_FILES or self.text >= _BATCH_TEXT:
             self.flush()
 

@@ -105,7 +105,7 @@ def analyse(
     chunks = chunk_text(text, language, settings.chunk_max_chars, settings.chunk_min_chars, symbols, tree)
     bodies = index_texts([c.text + "\n" + (c.symbol or "") for c in chunks])
     records = [
-        ChunkRecord(i, c.start_line, c.end_line, c.symbol, c.text, body)
+        ChunkRecord(i, c.start_line, c.end_line, c.symbol, c.text, body[len(c.text) + 1 :])
         for i, (c, body) in enumerate(zip(chunks, bodies, strict=True))
     ]
     return records, facts, refs, status

@@ -62,14 +62,28 @@ class StatEntry(NamedTuple):
 # Records made by the hundred thousand in index workers and shipped back to the indexer are
 # named tuples: a third of the cost of frozen dataclasses to build and to pickle.
 class ChunkRecord(NamedTuple):
-    """A chunk to store for one content; embed_text is what the embedder sees."""
+    """A chunk to store for one content. Its lexical row is its text, then `tail`: its symbol and
+    the split forms of its identifiers (kept apart so the text does not cross the workers' pipe twice)."""
 
     ord: int
     start_line: int
     end_line: int
     symbol: str | None
     text: str
-    index_text: str
+    tail: str
+
+    @property
+    def index_text(self) -> str:
+        return self.text + "\n" + self.tail
+
+    @classmethod
+    def of(cls, ord: int, start_line: int, end_line: int, symbol: str | None, text: str) -> ChunkRecord:
+        """The record of one chunk, its lexical row made here (the index workers make a file's at once)."""
+        from ragraf.tokens import index_text
+
+        return cls(
+            ord, start_line, end_line, symbol, text, index_text(text + "\n" + (symbol or ""))[len(text) + 1 :]
+        )
 
 
 class FactRecord(NamedTuple):

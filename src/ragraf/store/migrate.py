@@ -30,7 +30,6 @@ from ragraf.store.postgres import (
 )
 from ragraf.store.sqlite import SqliteStore
 from ragraf.store.sqlite.stats import read_snapshot
-from ragraf.tokens import index_text
 
 if TYPE_CHECKING:
     import click
@@ -99,7 +98,7 @@ def _copy(
         for content_id, sha, language, chunker, status in rows:
             # The lexical tables keep only their index: each row's body is rebuilt as it was made.
             chunks = [
-                ChunkRecord(ord_, start, end, symbol, text, index_text(text + "\n" + (symbol or "")))
+                ChunkRecord.of(ord_, start, end, symbol, text)
                 for ord_, start, end, symbol, text in (
                     (o, s, e, y, unpack_text(t))
                     for o, s, e, y, t in db.execute(
