@@ -40,6 +40,9 @@ try:
 except ModuleNotFoundError:  # run as a script: python benchmarks/change_cost.py
     import corpora  # type: ignore[no-redef]
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@example.com"}  # fmt: skip
 TARGETS = {"edit": 2.0, "switch": 6.0}

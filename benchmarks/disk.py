@@ -24,6 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 SPEED = Path(__file__).resolve().parent / "data" / "speed"
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@example.com"}  # fmt: skip

@@ -29,6 +29,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 # name → (sdist spec, source folder for PYTHONPATH, package folder mutated, tests folder)
 PROJECTS = {
     "click": ("click==8.1.7", "src", "src/click", "tests"),

@@ -34,6 +34,9 @@ from ragraf.api import Index
 from ragraf.api.ops import graph as graph_ops
 from ragraf.languages import is_test_path
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 
 def timed(fn: Callable[[], object], rounds: int = 1) -> tuple[list[float], list[float]]:
     walls, cpus = [], []

@@ -23,6 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 
 def _children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "bench-issues"
 METHODS = ("localize", "hybrid", "lexical", "bm25")

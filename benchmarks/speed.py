@@ -35,6 +35,9 @@ except ModuleNotFoundError:  # run as a script: python benchmarks/speed.py
     import corpora  # type: ignore[no-redef]
     import metric  # type: ignore[no-redef]
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 # Plausible questions a developer asks about django + sympy + pygments, common words included.
 NL_QUERIES: tuple[str, ...] = (
     "how does the ORM build the SQL for a queryset filter",

@@ -26,6 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Whole CLI processes measured in process: no background server (cli_cpu.py measures that path).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
+
 SOURCE = Path(__file__).resolve().parent / "data" / "speed" / "django-5.2.8"
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@example.com"}  # fmt: skip

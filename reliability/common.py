@@ -131,6 +131,7 @@ def base_env(home: Path, cache: Path, embedder: str = "none", **extra: str) -> d
         RAGRAF_HOME=str(home),
         RAGRAF_CACHE_DIR=str(cache),
         RAGRAF_EMBEDDER=embedder,
+        RAGRAF_SERVER_IDLE_S="0",  # every command in process: no background server
         PYTHONPATH=str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", ""),
     )
     env.update(extra)

@@ -15,6 +15,8 @@ os.environ.setdefault("RAGRAF_EMBEDDER", "none")
 os.environ.setdefault("RAGRAF_CACHE_DIR", tempfile.mkdtemp(prefix="ragraf-test-cache-"))
 # Servers the tests start put their CLI sockets here, not in the user's runtime folder.
 os.environ.setdefault("RAGRAF_SOCKET_DIR", tempfile.mkdtemp(prefix="ragraf-test-sockets-"))
+# A CLI read starts no background server unless a test asks for one (tests/adapters/test_cli_socket.py).
+os.environ.setdefault("RAGRAF_SERVER_IDLE_S", "0")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -42,11 +43,33 @@ def _argv() -> list[str]:
     return list(root.meta.get("ragraf.argv", [])) if root else []
 
 
+_opened: list[Index] = []  # what this process's command opened: its settings say whether to start a server
+
+
 def _open(root: Path) -> Index:
     """The index of root (the operations layer loads with the first command that opens one)."""
     from ragraf.api.index import Index
 
-    return Index.open(root)
+    idx = Index.open(root)
+    _opened.append(idx)
+    return idx
+
+
+def _start_server() -> None:
+    """After a read (or a plain index run) that found no server of its root (fastcli.py): one in the
+    background for the next, the root's index permitting (`server_idle_s` > 0, its home there), not
+    under CI, where every command is a one-shot run."""
+    from ragraf import fastcli
+
+    if (
+        fastcli.no_server_for is None
+        or not _opened
+        or os.environ.get("CI", "").lower() not in ("", "0", "false")
+    ):
+        return
+    settings = _opened[0].settings
+    if settings.server_idle_s > 0 and settings.home.is_dir() and str(settings.root) == fastcli.no_server_for:
+        fastcli.start_server(fastcli.no_server_for, settings.server_idle_s)
 
 
 def _error_envelope(op: str, exc: RagrafError) -> Envelope:
@@ -107,6 +130,7 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
             coloured = colour_wanted(sys.stderr, color)
             click.echo(paint_error(msg) if coloured else msg, err=True, color=coloured)
             sys.exit(exc.exit_code)
+        _start_server()
         sys.exit(code or 0)
 
     return wrapper

@@ -48,6 +48,9 @@ class Settings:
     worktrees: bool = True  # git work trees share one index: a base and a view per work tree
     base_branch: str = ""
     lazy_refresh_max_files: int = 200
+    # A CLI read that found no server starts one in the background (`ragraf serve --socket-only`),
+    # which answers the next reads of the root until idle this long; 0: never start one.
+    server_idle_s: float = 900.0
     base_staleness_warn_commits: int = 50
     # Not configuration: set for a git work tree, whose index is a view in its repository's one file.
     view: str = ""

@@ -10,6 +10,9 @@ this file. The server side: adapters/cli_socket.py. Figures and decisions: docs/
 Where the socket is: RAGRAF_SOCKET_DIR, else $XDG_RUNTIME_DIR/ragraf, else /tmp/ragraf-<uid>; a
 folder of this user's with mode 0700, one socket per root named from the root's real path. The
 root is what the command itself would answer about: --root (or the current folder), made real.
+
+A read that found no server answers itself, then (cli.py) starts one in the background for the
+next reads, `ragraf serve --socket-only`, which exits after `server_idle_s` without a request.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ _INDEX_FLAGS = frozenset({"-q", "--quiet", "--json", "--no-wait", "--lexical-onl
 _CLIENT_ONLY = ("RAGRAF_NO_SERVER", "RAGRAF_SOCKET_DIR")
 _ANSWERING_ENV = ("OPENAI_API_KEY", "XDG_CACHE_HOME", "HOME", "NO_COLOR", "FORCE_COLOR")
 ACK_TIMEOUT_S = 2.0  # a server busy with another command longer than this: answer here instead
-MAGIC = b"ragraf-cli 1\n"
+MAGIC = b"ragraf-cli 2\n"
+# The real root of a read this process found no server for (no socket, or a dead server's): the CLI
+# may start one once it has answered (cli.py).
+no_server_for: str | None = None
 
 
 def socket_dir(env: dict[str, str] | os._Environ[str]) -> str:
@@ -102,6 +108,27 @@ def answering_env(env: dict[str, str] | os._Environ[str], tty: bool) -> dict[str
     return {k: env[k] for k in names}
 
 
+def code_stamp() -> str:
+    """When ragraf's own modules last changed (the newest mtime among them): a server started before
+    an upgrade or an edit of ragraf runs other code than its client, so it must not answer it."""
+    newest, folders = 0, [os.path.dirname(os.path.abspath(__file__))]
+    while folders:
+        try:
+            entries = os.scandir(folders.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    try:  # noqa: SIM105 - contextlib would load more than this whole path
+                        newest = max(newest, entry.stat(follow_symlinks=False).st_mtime_ns)
+                    except OSError:
+                        pass
+                elif entry.name not in ("__pycache__", "data") and entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+    return str(newest)
+
+
 def _utf8(stream: object) -> bool:
     return str(getattr(stream, "encoding", "")).lower().replace("-", "") == "utf8"
 
@@ -120,7 +147,13 @@ def _request(argv: list[str], cwd: str) -> bytes:
         "1" if out_tty else "0",
         "1" if err_tty else "0",
     ]
-    fields += [sys.stdout.errors or "strict", sys.stderr.errors or "strict", str(len(argv)), *argv]
+    fields += [
+        sys.stdout.errors or "strict",
+        sys.stderr.errors or "strict",
+        code_stamp(),
+        str(len(argv)),
+        *argv,
+    ]
     fields += [f"{k}={v}" for k, v in env.items()]
     return encode_request(fields)
 
@@ -145,11 +178,14 @@ def forward(argv: list[str]) -> int | None:
     root = requested_root(argv)
     if root is None:
         return None
+    global no_server_for
     try:
         cwd = os.getcwd()
         real = os.path.realpath(os.path.join(cwd, root))
         path = socket_path(real, os.environ)
         if not private_dir(os.path.dirname(path)):
+            if not os.path.lexists(os.path.dirname(path)):  # no server has run yet: the first one makes it
+                no_server_for = real
             return None
         import _socket
 
@@ -160,11 +196,15 @@ def forward(argv: list[str]) -> int | None:
         sock.settimeout(ACK_TIMEOUT_S)
         try:
             sock.connect(path)
+        except FileNotFoundError:
+            no_server_for = real
+            return None
         except ConnectionRefusedError:  # the server died: its socket is stale
             try:  # noqa: SIM105 - contextlib would load more than this whole path
                 os.unlink(path)
             except OSError:
                 pass
+            no_server_for = real
             return None
         sock.sendall(_request(argv, cwd))
         buf = bytearray()
@@ -187,6 +227,23 @@ def forward(argv: list[str]) -> int | None:
     _write(sys.stdout, bytes(buf[:out_len]))
     _write(sys.stderr, bytes(buf[out_len : out_len + err_len]))
     return code
+
+
+def start_server(root: str, idle_s: float) -> bool:
+    """Start `ragraf serve --socket-only` for root in the background: its own session, stdio on
+    /dev/null (a caller reading this process's output to its end is not held open), exiting after
+    idle_s seconds without a request. False when this system cannot spawn it."""
+    # This process's ragraf (the folder it was imported from), whatever the caller's folder holds.
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = f"import sys; sys.path.insert(0, {package_parent!r}); from ragraf.cli import main; main()"
+    argv = [sys.executable, "-P", "-c", run, "serve", "--socket-only", "--idle-exit", f"{idle_s:g}"]
+    argv += ["--root", root]
+    try:
+        devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=devnull, setsid=True)
+    except (AttributeError, NotImplementedError, OSError):  # no posix_spawn (Windows), no resources
+        return False
+    return True
 
 
 def _write(stream: object, data: bytes) -> None:

@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ import pytest
 from support import SAMPLE, init_git, run_cli, write
 
 from ragraf.adapters.cli_socket import SERVED_CHANGE_FILES
-from ragraf.fastcli import encode_request, socket_path
+from ragraf.fastcli import code_stamp, encode_request, socket_path
 
 # The console entry point, which notes in MARK_FILE whether click was loaded: a read the server
 # answered never loads it.
@@ -186,7 +187,9 @@ def test_what_a_server_does_not_take_is_answered_in_process(repo: Path, env: dic
             sock.settimeout(30)
             sock.connect(str(sock_of(repo, env)))
             sock.sendall(
-                encode_request(["ragraf", str(repo / "src"), "0", "0", "strict", "strict", "1", "status"])
+                encode_request(
+                    ["ragraf", str(repo / "src"), "0", "0", "strict", "strict", code_stamp(), "1", "status"]
+                )
             )
             assert sock.recv(2) == b"0\n"
 
@@ -353,3 +356,113 @@ def test_a_served_index_right_after_an_edit_waits_for_the_live_loop_not_a_whole_
             hits = served.search("edited_just_now", mode="lexical").results
         assert hits and hits[0].path == "src/app/retry.py"
     assert quiet_hint(repo, wait_s=5.0) is None  # a stopped loop: no hint, and no wait
+
+
+def server_pid(path: Path) -> int:
+    """The pid of the process listening at a socket (SO_PEERCRED)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(path))
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[0]
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_read_without_a_server_starts_one_that_answers_the_next_until_idle(
+    repo: Path, env: dict[str, str]
+) -> None:
+    env = {k: v for k, v in env.items() if k != "CI"} | {"RAGRAF_SERVER_IDLE_S": "2"}
+    alone = client(("def", "TCPConnector"), repo, env, RAGRAF_NO_SERVER="1")
+    out, err, code, who = client(("def", "TCPConnector"), repo, env)
+    assert (out, err, code, who) == (*alone[:3], "in-process")
+    path = sock_of(repo, env)
+    wait_for(lambda: listening(path), "the background server's socket")
+    pid = server_pid(path)
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"--socket-only" in cmdline and os.fsencode(os.path.realpath(repo)) in cmdline
+    assert os.getsid(pid) == pid  # a session of its own: no terminal, no caller's process group
+    assert client(("def", "TCPConnector"), repo, env) == (*alone[:3], "server")
+    # A second read that finds the server does not start another one.
+    assert server_pid(path) == pid
+    # Two seconds without a request: the socket closes and the process exits.
+    wait_for(lambda: not path.exists() and not running(pid), "the idle server to exit")
+    assert client(("def", "TCPConnector"), repo, env)[3] == "in-process"
+    wait_for(lambda: listening(path), "the next background server")
+
+
+def test_no_background_server_under_ci_with_server_idle_s_0_or_after_a_failed_read(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision after a command in process (cli.py): a recorder stands in for the spawn, so
+    that a server not started is observed rather than waited for."""
+    from click.testing import CliRunner
+
+    from ragraf import cli, fastcli
+
+    started: list[tuple[str, float]] = []
+    monkeypatch.setattr(fastcli, "start_server", lambda root, idle: started.append((root, idle)) or True)
+    monkeypatch.delenv("CI", raising=False)
+
+    def read(*args: str, **env: str) -> int:
+        monkeypatch.setattr(fastcli, "no_server_for", os.path.realpath(repo))
+        monkeypatch.setattr(cli, "_opened", [])
+        return CliRunner().invoke(cli.main, [*args, "--root", str(repo)], env=env).exit_code
+
+    assert read("def", "TCPConnector", RAGRAF_SERVER_IDLE_S="60") == 0
+    assert started == [(os.path.realpath(repo), 60.0)]
+    assert read("def", "TCPConnector", RAGRAF_SERVER_IDLE_S="0") == 0
+    assert read("def", "TCPConnector", RAGRAF_SERVER_IDLE_S="60", CI="true") == 0
+    assert read("read", "no/such/file.py", RAGRAF_SERVER_IDLE_S="60") == 2
+    empty = repo.parent / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(fastcli, "no_server_for", os.path.realpath(empty))
+    assert CliRunner().invoke(cli.main, ["status", "--root", str(empty)]).exit_code != 0  # no index there
+    assert started == [(os.path.realpath(repo), 60.0)]
+
+
+def test_a_server_running_older_code_than_its_client_closes_and_the_client_answers(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A copy of ragraf's package serves and answers; once a module of it changes on disk (an upgrade,
+    an edit), its client runs other code: the read is answered in process and the server closes."""
+    import ragraf
+
+    copy = tmp_path / "lib"
+    shutil.copytree(
+        Path(ragraf.__file__).parent, copy / "ragraf", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    run = f"import sys; sys.path.insert(0, {str(copy)!r}); from ragraf.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-c", run, "serve", "--socket-only", "--root", str(repo)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    copied_client = CLIENT.replace(
+        "from ragraf.fastcli", f"sys.path.insert(0, {str(copy)!r})\nfrom ragraf.fastcli"
+    )
+    try:
+        wait_for(lambda: listening(sock_of(repo, env)), "the CLI socket", proc)
+
+        def copied(*args: str) -> str:
+            mark = Path(env["MARK_FILE"])
+            out = subprocess.run(
+                [sys.executable, "-P", "-c", copied_client, *args], cwd=repo, env=env, timeout=120
+            )
+            assert out.returncode == 0
+            return mark.read_text()
+
+        assert copied("def", "TCPConnector") == "server"
+        module = copy / "ragraf" / "search" / "rank.py"
+        now = time.time_ns()  # newer than every other module (a copy keeps their times)
+        os.utime(module, ns=(now, now))
+        assert copied("def", "TCPConnector") == "in-process"
+        assert proc.wait(timeout=60) == 0  # its only socket closed: the server is done
+        assert not sock_of(repo, env).exists()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -22,10 +22,20 @@ import socket
 import struct
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from ragraf.fastcli import MAGIC, READS, answering_env, private_dir, requested_root, socket_dir, socket_path
+from ragraf.fastcli import (
+    MAGIC,
+    READS,
+    answering_env,
+    code_stamp,
+    private_dir,
+    requested_root,
+    socket_dir,
+    socket_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -133,20 +143,21 @@ def run_command(argv: list[str], cwd: str, prog: str) -> int:
 
 
 def parse_request(data: bytes) -> dict[str, Any] | None:
-    """(prog, cwd, ttys, error handlers, argv, env) of a request body, or None when malformed."""
+    """(prog, cwd, ttys, error handlers, the client's code stamp, argv, env) of a request body, or
+    None when malformed."""
     fields = data.decode("utf-8", "surrogateescape").split("\0")
     try:
-        prog, cwd, out_tty, err_tty, out_errors, err_errors, count = fields[:7]
+        prog, cwd, out_tty, err_tty, out_errors, err_errors, code, count = fields[:8]
         n = int(count)
     except ValueError:
         return None
-    argv, pairs = fields[7 : 7 + n], fields[7 + n :]
+    argv, pairs = fields[8 : 8 + n], fields[8 + n :]
     if len(argv) != n:
         return None
     env = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     return {
         "prog": prog, "cwd": cwd, "tty": (out_tty == "1", err_tty == "1"),
-        "errors": (out_errors, err_errors), "argv": argv, "env": env,
+        "errors": (out_errors, err_errors), "code": code, "argv": argv, "env": env,
     }  # fmt: skip
 
 
@@ -208,13 +219,18 @@ def _home_of(root: Path) -> Path | None:
 
 
 class CliListener:
-    """The sockets of the served roots and the thread that answers them."""
+    """The sockets of the served roots and the thread that answers them; with idle_exit_s, the
+    thread ends (closing them) after that long without a request."""
 
-    def __init__(self, roots: list[Path]) -> None:
+    def __init__(self, roots: list[Path], idle_exit_s: float | None = None) -> None:
         self.roots: dict[str, _Root] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.answered = 0
+        self.code = code_stamp()  # the code this process runs
+        self.code_on_disk = self.code  # looked at again when a client runs other code
+        self.idle_exit_s = idle_exit_s
+        self._last = time.monotonic()
         folder = socket_dir(os.environ)
         try:
             os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -242,6 +258,11 @@ class CliListener:
             self._thread.start()
         return self
 
+    def wait(self) -> None:
+        """Until the listener ends: idle too long, every root removed, or stop()."""
+        if self._thread is not None:
+            self._thread.join()
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -260,8 +281,11 @@ class CliListener:
                         conn, _addr = key.data.sock.accept()
                         with conn:
                             self._answer(conn, key.data)
+                idle = self.idle_exit_s is not None and time.monotonic() - self._last > self.idle_exit_s
                 for real, entry in list(self.roots.items()):
-                    why = entry.gone()
+                    why = f"no request for {self.idle_exit_s:g} s" if idle else entry.gone()
+                    if why is None and self.code != self.code_on_disk:
+                        why = "ragraf was upgraded or edited since this server started"
                     if why is not None:
                         log.warning("CLI socket of %s closed: %s", real, why)
                         sel.unregister(entry.sock)
@@ -275,6 +299,9 @@ class CliListener:
             return  # only the user who runs the server
         conn.settimeout(_READ_TIMEOUT_S)
         request = _read_request(conn)
+        self._last = time.monotonic()
+        if request is not None and request["code"] != self.code:
+            self.code_on_disk = code_stamp()  # the client's is newer: closed at the end of this turn
         if request is None or not self._takes(request, entry):
             conn.sendall(b"0\n")
             return
@@ -299,6 +326,8 @@ class CliListener:
         argv, cwd = request["argv"], request["cwd"]
         root = requested_root(argv)
         if root is None or argv[0] not in (*READS, "index") or not os.path.isabs(cwd):
+            return False
+        if request["code"] != self.code:
             return False
         if os.path.realpath(os.path.join(cwd, root)) != str(entry.root):
             return False
@@ -367,10 +396,10 @@ def _read_request(conn: socket.socket) -> dict[str, Any] | None:
     return parse_request(body[:length])
 
 
-def listen(roots: list[Path] | tuple[Path, ...]) -> CliListener:
+def listen(roots: list[Path] | tuple[Path, ...], idle_exit_s: float | None = None) -> CliListener:
     """Start answering CLI reads for these roots (each a socket); stop() at exit. Never fails the server."""
     try:
-        return CliListener(list(roots)).start()
+        return CliListener(list(roots), idle_exit_s).start()
     except Exception:
         log.exception("no CLI socket")
         return CliListener([])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -74,8 +75,28 @@ def _run(op: str, fn: Callable[[], Any], on_error: Callable[[RagrafError], None]
     is_flag=True,
     help="Keep the index live beside the server, as `ragraf watch` does (each --root, else this folder).",
 )
+@click.option(
+    "--socket-only",
+    is_flag=True,
+    help="Answer only the `ragraf` CLI's reads of these roots over their Unix socket (no MCP, no HTTP); "
+    "the CLI starts one itself after a read that found none (server_idle_s).",
+)
+@click.option(
+    "--idle-exit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="With --socket-only: exit after this long without a request (default: never).",
+)
 @_LOG_LEVEL
-def serve_cmd(roots: tuple[Path, ...], listen: str | None, live: bool, log_level: str) -> None:
+def serve_cmd(
+    roots: tuple[Path, ...],
+    listen: str | None,
+    live: bool,
+    socket_only: bool,
+    idle_exit: float | None,
+    log_level: str,
+) -> None:
     """Serve the operations to agents: MCP on stdio, or with --http an HTTP API.
 
     \b
@@ -84,7 +105,15 @@ def serve_cmd(roots: tuple[Path, ...], listen: str | None, live: bool, log_level
       ragraf serve --root ../api --root ../web  # two repositories; tools take repo=api|web
       ragraf serve --http 8765                  # HTTP API and web page on 127.0.0.1:8765
       ragraf serve --live                       # and index every change within about a second
+      ragraf serve --socket-only --idle-exit 900  # only answer `ragraf def …` here, 15 minutes
     """
+    if socket_only:
+        if listen is not None or live:
+            raise click.UsageError("--socket-only serves neither --http nor --live")
+        _serve_socket_only(roots or (Path("."),), idle_exit)
+        return
+    if idle_exit is not None:
+        raise click.UsageError("--idle-exit goes with --socket-only")
     stop_live = None
     if live:
         from ragraf.adapters.live_index import start_live
@@ -106,6 +135,31 @@ def serve_cmd(roots: tuple[Path, ...], listen: str | None, live: bool, log_level
         cli_socket.stop()
         if stop_live is not None:
             stop_live()
+
+
+def _serve_socket_only(roots: tuple[Path, ...], idle_exit: float | None) -> None:
+    """The CLI's background server: the roots' sockets until idle (or a root removed); nothing when
+    another server of these roots answers already. Each root's index is read once first, so the
+    first read it answers finds the modules loaded and the guard's look at the tree taken."""
+    from ragraf.adapters.cli_socket import listen as listen_cli
+
+    cli_socket = listen_cli(roots, idle_exit_s=idle_exit)
+    if not cli_socket.roots:
+        return
+    os.chdir("/")  # the roots are real paths now; hold no folder of the caller's
+    try:
+        from ragraf.api import Index
+
+        for root in cli_socket.roots:
+            try:
+                with Index.open(Path(root)) as idx:
+                    idx.status()
+                    idx.status()  # the second look arms the kernel's watch (freshness/watch.py)
+            except RagrafError:  # no index here (yet): the reads say so themselves
+                pass
+        cli_socket.wait()
+    finally:
+        cli_socket.stop()
 
 
 @click.command("watch")
