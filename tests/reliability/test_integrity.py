@@ -94,3 +94,27 @@ def test_a_read_that_writes_the_index_keeps_it_sealed(sample: Path, monkeypatch:
     idx.index()
     idx.close()
     assert reads == [False]
+
+
+def test_reads_and_index_runs_of_one_long_lived_process_keep_it_sealed(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a server answers (`ragraf serve --socket-only`): each read and each index run opens the
+    index and closes it, and the last connection to close checkpoints the log into the file, which
+    an index run that did not write, or wrote before the run that sealed the file, must seal again."""
+    idx = Index.open(sample)
+    idx.index()
+    idx.close()
+    reads: list[bool] = []
+    check = lifecycle.check_pages
+    monkeypatch.setattr(lifecycle, "check_pages", lambda db, path: reads.append(check(db, path)))
+    for i in range(3):
+        reader = Index.open(sample)
+        reader.status()
+        (sample / f"src/app/new{i}.py").write_text(f"def fresh{i}():\n    return {i}\n")
+        run = Index.open(sample)
+        run.index()
+        run.close()
+        reader.status()
+        reader.close()  # the last connection: the log goes into the file
+    assert reads == [False, False, False]

@@ -64,9 +64,6 @@ class ConnectionBase:
                 f"no index yet for this folder (looked for {path})", suggest="run `ragraf index` first"
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Our own commits keep a sealed file sealed (integrity.py): a read that revises the guard's
-        # snapshot or refreshes a file must not cost the next index run a read of every page.
-        self._sealed_at_open = unchanged_since_sealed(path)
         try:
             self.db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA busy_timeout = 60000")
@@ -122,8 +119,11 @@ class ConnectionBase:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE .. COMMIT; rolled back on any exception."""
+        """BEGIN IMMEDIATE .. COMMIT; rolled back on any exception. Our own commits keep a sealed file
+        sealed (integrity.py): a read that revises the guard's snapshot must not cost the next index
+        run a read of every page (a commit may checkpoint the log into the file)."""
         self.db.execute("BEGIN IMMEDIATE")
+        sealed = unchanged_since_sealed(self.path)  # no other writer now
         try:
             yield self.db
         except BaseException:
@@ -131,6 +131,8 @@ class ConnectionBase:
                 self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+        if sealed:
+            seal(self.path)
 
     def damaged(self) -> str | None:
         """SQLite's first complaint about the file's pages (quick_check reads them all) or about the
@@ -146,9 +148,11 @@ class ConnectionBase:
         return None
 
     def close(self) -> None:
-        wrote = self.db.total_changes > 0
+        # The last connection to close checkpoints the log into the file, whoever wrote it: a
+        # long-lived server's reads close many (ragraf serve --socket-only).
+        sealed = unchanged_since_sealed(self.path)
         self.db.close()
-        if wrote and self._sealed_at_open:
+        if sealed:
             seal(self.path)
 
 
