@@ -55,7 +55,7 @@ def _batch(root: Path, files: dict[str, str], timeout_s: float = 60.0) -> list[o
 def test_small_batches_in_a_row_share_one_worker(tmp_path: Path, threaded: list[int]) -> None:
     for i in range(4):
         bundles = _batch(tmp_path, {f"m{i}.py": f"def edit_{i}(x):\n    return x\n"})
-        assert [f.name for b in bundles for f in b.facts if f.kind == "def"] == [f"edit_{i}"]  # type: ignore[attr-defined]
+        assert [name for b in bundles for kind, name, *_ in b.facts if kind == "def"] == [f"edit_{i}"]  # type: ignore[attr-defined]
     assert threaded == [1]
     assert len(workers._KEPT) == 1
 
@@ -66,7 +66,7 @@ def test_a_worker_a_parse_brought_down_is_replaced(tmp_path: Path, threaded: lis
     assert [b.facts_status for b in bundles] == [workers.FAILED]  # type: ignore[attr-defined]
     made = len(threaded)
     bundles = _batch(tmp_path, {"b.py": "def after(x):\n    return x\n"})
-    assert [f.name for b in bundles for f in b.facts if f.kind == "def"] == ["after"]  # type: ignore[attr-defined]
+    assert [name for b in bundles for kind, name, *_ in b.facts if kind == "def"] == ["after"]  # type: ignore[attr-defined]
     assert len(threaded) == made + 1  # the broken worker was not kept
     assert len(workers._KEPT) == 1
 
@@ -79,7 +79,7 @@ def test_a_threaded_process_forks_its_big_batches_from_the_fork_server(
     monkeypatch.setattr(workers, "_pool", lambda n, method: (methods.append(method), counted(n, method))[1])
     files = {f"pkg/m{i:03d}.py": f"def big_{i}(x):\n    return x\n" for i in range(workers._POOL_MIN_FILES)}
     bundles = _batch(tmp_path, files)
-    assert [f.name for b in bundles for f in b.facts if f.kind == "def"] == [
+    assert [name for b in bundles for kind, name, *_ in b.facts if kind == "def"] == [
         f"big_{i}" for i in range(len(files))
     ]  # type: ignore[attr-defined]
     assert methods == ["forkserver"] and threaded == [min(os.cpu_count() or 1, 8)]

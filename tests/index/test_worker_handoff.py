@@ -40,8 +40,9 @@ def test_the_pool_runs_only_a_few_submissions_ahead_of_the_caller(
     rest = list(bundles)
     assert len(rest) == len(files) - 1 and all(b is not None for b in rest)
     assert sum(submitted) == len(files)
-    # In order: each bundle is the job's file.
-    assert [b.chunks[0].text for b in [first, *rest]] == [files[p].rstrip("\n") for p in sorted(files)]
+    # In order: each bundle is the job's file (its records by position: ContentBundle).
+    texts = [text for b in [first, *rest] for _, _, _, _, text, _ in b.chunks[:1]]
+    assert texts == [files[p].rstrip("\n") for p in sorted(files)]
 
 
 def test_a_submission_holds_fewer_files_when_they_are_big(

@@ -377,7 +377,9 @@ class _Batch:
 
     def add(self, bundle: ContentBundle) -> None:
         self.bundles.append(bundle)
-        self.text += sum(2 * len(c.text) + len(c.tail) for c in bundle.chunks)  # text and lexical row
+        self.text += sum(
+            2 * len(text) + len(tail) for *_, text, tail in bundle.chunks
+        )  # text and lexical row
         if len(self.bundles) >= _BATCH_FILES or self.text >= _BATCH_TEXT:
             self.flush()
 
@@ -809,8 +811,8 @@ def dry_run(
             n = len(bundle.chunks) if bundle else 0
             if bundle and model_id:
                 to_embed += [
-                    embed_text(ChunkHit(0, path, c.start_line, c.end_line, c.symbol, c.text, 0.0))
-                    for c in bundle.chunks
+                    embed_text(ChunkHit(0, path, start, end, symbol, text, 0.0))
+                    for _, start, end, symbol, text, _ in bundle.chunks
                 ]
         row["chunks"] += n
         total_chunks += n

@@ -100,9 +100,11 @@ class ContentsMixin:
         ) as copy:
             for item, content_id in zip(bundles, content_ids, strict=True):
                 rows = vector_rows(item, dim) if dim else []
-                for i, c in enumerate(item.chunks):
-                    body = lex_tokens(c.index_text)
-                    symbol = lex_tokens(c.symbol or "")
+                for i, (ord_, start, end, name, text, tail) in enumerate(
+                    item.chunks
+                ):  # by position: ContentBundle
+                    body = lex_tokens(text + "\n" + tail)
+                    symbol = lex_tokens(name or "")
                     n_chunks += 1
                     n_tokens += len(body) + len(symbol)
                     chunk_id = next(chunk_ids)
@@ -113,11 +115,11 @@ class ContentsMixin:
                             chunk_id,
                             self.repo_id,
                             content_id,
-                            c.ord,
-                            c.start_line,
-                            c.end_line,
-                            _clean(c.symbol),
-                            _clean(c.text),
+                            ord_,
+                            start,
+                            end,
+                            _clean(name),
+                            _clean(text),
                             " ".join(body),
                             " ".join(symbol),
                             len(body) + len(symbol),
@@ -128,30 +130,30 @@ class ContentsMixin:
             "end_line, signature, is_call, body_hash) FROM STDIN"
         ) as copy:
             for item, content_id in zip(bundles, content_ids, strict=True):
-                for f in item.facts:
+                for kind, name, def_kind, container, line, first, last, sig, call, body_hash in item.facts:
                     copy.write_row(
                         (
                             self.repo_id,
                             content_id,
-                            f.kind,
-                            _clean(f.name),
-                            _clean(f.name.lower()),
-                            f.def_kind,
-                            _clean(f.container),
-                            f.line,
-                            f.start_line,
-                            f.end_line,
-                            _clean(f.signature),
-                            f.is_call,
-                            f.body_hash,
+                            kind,
+                            _clean(name),
+                            _clean(name.lower()),
+                            def_kind,
+                            _clean(container),
+                            line,
+                            first,
+                            last,
+                            _clean(sig),
+                            call,
+                            body_hash,
                         )
                     )
         if any(item.refs for item in bundles):
             with cur.copy("COPY ref_sites (repo_id, ord, content_id, name, sites) FROM STDIN") as copy:
                 for item, content_id in zip(bundles, content_ids, strict=True):
-                    for ord_, r in enumerate(item.refs):
+                    for ord_, (name, sites) in enumerate(item.refs):
                         # JSON escapes every control character, so packed sites never hold a NUL.
-                        copy.write_row((self.repo_id, ord_, content_id, _clean(r.name), r.sites))
+                        copy.write_row((self.repo_id, ord_, content_id, _clean(name), sites))
         # BM25 needs the row count, the mean length and each term's document frequency; counters
         # kept here beat a scan on every query. Sorted lexemes: concurrent upserts never deadlock.
         conn.execute(

@@ -116,32 +116,32 @@ class ContentsMixin:
                 ids[key] = content_id
                 contents.append((content_id, *key, len(item.chunks), item.facts_status))
                 rows = vector_rows(item, dim) if dim else []
-                for i, c in enumerate(item.chunks):
+                for i, (ord, start, end, symbol, text, tail) in enumerate(
+                    item.chunks
+                ):  # by position: ContentBundle
                     chunk_id += 1
                     if rows:
                         vectors.append((chunk_id, model, dim, rows[i]))
-                    chunks.append(
-                        (chunk_id, content_id, c.ord, c.start_line, c.end_line, c.symbol, pack_text(c.text))
-                    )
-                    pending.append((chunk_id, c.index_text, c.symbol or ""))
+                    chunks.append((chunk_id, content_id, ord, start, end, symbol, pack_text(text)))
+                    pending.append((chunk_id, text + "\n" + tail, symbol or ""))
                 facts += [
                     (
                         content_id,
-                        f.kind,
-                        f.name,
-                        f.name.lower(),
-                        f.def_kind,
-                        f.container,
-                        f.line,
-                        f.start_line,
-                        f.end_line,
-                        f.signature,
-                        int(f.is_call),
-                        f.body_hash,
+                        kind,
+                        name,
+                        name.lower(),
+                        def_kind,
+                        container,
+                        line,
+                        first,
+                        last,
+                        sig,
+                        int(call),
+                        body,
                     )
-                    for f in item.facts
+                    for kind, name, def_kind, container, line, first, last, sig, call, body in item.facts
                 ]
-                refs += [(content_id, r.name, r.sites) for r in item.refs]
+                refs += [(content_id, name, sites) for name, sites in item.refs]
             db.executemany(
                 "INSERT INTO contents (id, sha256, language, chunker, n_chunks, facts_status) VALUES (?, ?, ?, ?, ?, ?)",
                 contents,
