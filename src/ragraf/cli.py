@@ -34,6 +34,7 @@ from ragraf.errors import EXIT_INTERRUPTED, RagrafError, UsageError
 
 if TYPE_CHECKING:  # a command imports the operations layer, renderers and the indexer it runs
     from ragraf.api import Envelope, Index
+    from ragraf.config import Settings
 
 
 def _argv() -> list[str]:
@@ -43,15 +44,17 @@ def _argv() -> list[str]:
     return list(root.meta.get("ragraf.argv", [])) if root else []
 
 
-_opened: list[Index] = []  # what this process's command opened: its settings say whether to start a server
+# The settings of the index this process's command opened: they say whether to start a server.
+_opened: Settings | None = None
 
 
 def _open(root: Path) -> Index:
     """The index of root (the operations layer loads with the first command that opens one)."""
+    global _opened
     from ragraf.api.index import Index
 
     idx = Index.open(root)
-    _opened.append(idx)
+    _opened = idx.settings
     return idx
 
 
@@ -61,15 +64,11 @@ def _start_server() -> None:
     under CI, where every command is a one-shot run."""
     from ragraf import fastcli
 
-    if (
-        fastcli.no_server_for is None
-        or not _opened
-        or os.environ.get("CI", "").lower() not in ("", "0", "false")
-    ):
+    settings, root = _opened, fastcli.no_server_for
+    if settings is None or root is None or os.environ.get("CI", "").lower() not in ("", "0", "false"):
         return
-    settings = _opened[0].settings
-    if settings.server_idle_s > 0 and settings.home.is_dir() and str(settings.root) == fastcli.no_server_for:
-        fastcli.start_server(fastcli.no_server_for, settings.server_idle_s)
+    if settings.server_idle_s > 0 and settings.home.is_dir() and str(settings.root) == root:
+        fastcli.start_server(root, settings.server_idle_s)
 
 
 def _error_envelope(op: str, exc: RagrafError) -> Envelope:

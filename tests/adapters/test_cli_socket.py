@@ -411,7 +411,7 @@ def test_no_background_server_under_ci_with_server_idle_s_0_or_after_a_failed_re
 
     def read(*args: str, **env: str) -> int:
         monkeypatch.setattr(fastcli, "no_server_for", os.path.realpath(repo))
-        monkeypatch.setattr(cli, "_opened", [])
+        monkeypatch.setattr(cli, "_opened", None)
         return CliRunner().invoke(cli.main, [*args, "--root", str(repo)], env=env).exit_code
 
     assert read("def", "TCPConnector", RAGRAF_SERVER_IDLE_S="60") == 0
