@@ -229,10 +229,10 @@ def forward(argv: list[str]) -> int | None:
     return code
 
 
-def start_server(root: str, idle_s: float) -> bool:
+def start_server(root: str, idle_s: float) -> None:
     """Start `ragraf serve --socket-only` for root in the background: its own session, stdio on
     /dev/null (a caller reading this process's output to its end is not held open), exiting after
-    idle_s seconds without a request. False when this system cannot spawn it."""
+    idle_s seconds without a request. Nothing when this system cannot spawn it."""
     # This process's ragraf (the folder it was imported from), whatever the caller's folder holds.
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     run = f"import sys; sys.path.insert(0, {package_parent!r}); from ragraf.cli import main; main()"
@@ -242,8 +242,7 @@ def start_server(root: str, idle_s: float) -> bool:
         devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
         os.posix_spawn(sys.executable, argv, os.environ, file_actions=devnull, setsid=True)
     except (AttributeError, NotImplementedError, OSError):  # no posix_spawn (Windows), no resources
-        return False
-    return True
+        pass
 
 
 def _write(stream: object, data: bytes) -> None:

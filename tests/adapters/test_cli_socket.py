@@ -406,7 +406,7 @@ def test_no_background_server_under_ci_with_server_idle_s_0_or_after_a_failed_re
     from ragraf import cli, fastcli
 
     started: list[tuple[str, float]] = []
-    monkeypatch.setattr(fastcli, "start_server", lambda root, idle: started.append((root, idle)) or True)
+    monkeypatch.setattr(fastcli, "start_server", lambda root, idle: started.append((root, idle)))
     monkeypatch.delenv("CI", raising=False)
 
     def read(*args: str, **env: str) -> int:

@@ -139,8 +139,8 @@ def serve_cmd(
 
 def _serve_socket_only(roots: tuple[Path, ...], idle_exit: float | None) -> None:
     """The CLI's background server: the roots' sockets until idle (or a root removed); nothing when
-    another server of these roots answers already. Each root's index is read once first, so the
-    first read it answers finds the modules loaded and the guard's look at the tree taken."""
+    another server of these roots answers already. Each root's index is read twice first, so the
+    first read it answers finds the modules loaded and the kernel's watch armed."""
     from ragraf.adapters.cli_socket import listen as listen_cli
 
     cli_socket = listen_cli(roots, idle_exit_s=idle_exit)
