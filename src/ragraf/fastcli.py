@@ -230,17 +230,23 @@ def forward(argv: list[str]) -> int | None:
 
 
 def start_server(root: str, idle_s: float) -> None:
-    """Start `ragraf serve --socket-only` for root in the background: its own session, stdio on
-    /dev/null (a caller reading this process's output to its end is not held open), exiting after
-    idle_s seconds without a request. Nothing when this system cannot spawn it."""
+    """Start `ragraf serve --socket-only` for root in the background: its own session, stdin and
+    stdout on /dev/null (a caller reading this process's output to its end is not held open), its
+    log beside its socket (<socket>.log), exiting after idle_s seconds without a request. Nothing
+    when this system cannot spawn it."""
     # This process's ragraf (the folder it was imported from), whatever the caller's folder holds.
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     run = f"import sys; sys.path.insert(0, {package_parent!r}); from ragraf.cli import main; main()"
     argv = [sys.executable, "-P", "-c", run, "serve", "--socket-only", "--idle-exit", f"{idle_s:g}"]
-    argv += ["--root", root]
+    argv += ["--root", root, "--log-level", "info"]
+    log = socket_path(root, os.environ)[: -len(".sock")] + ".log"
     try:
-        devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-        os.posix_spawn(sys.executable, argv, os.environ, file_actions=devnull, setsid=True)
+        os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
+        if not private_dir(os.path.dirname(log)):
+            return
+        files = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1)]
+        files.append((os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=files, setsid=True)
     except (AttributeError, NotImplementedError, OSError):  # no posix_spawn (Windows), no resources
         pass
 

@@ -392,6 +392,8 @@ def test_a_read_without_a_server_starts_one_that_answers_the_next_until_idle(
     assert server_pid(path) == pid
     # Two seconds without a request: the socket closes and the process exits.
     wait_for(lambda: not path.exists() and not running(pid), "the idle server to exit")
+    log = path.with_suffix(".log").read_text()  # beside its socket, in the private folder
+    assert f"pid {pid} answers" in log and "closed: no request for 2 s" in log, log
     assert client(("def", "TCPConnector"), repo, env)[3] == "in-process"
     wait_for(lambda: listening(path), "the next background server")
 

@@ -110,7 +110,7 @@ def serve_cmd(
     if socket_only:
         if listen is not None or live:
             raise click.UsageError("--socket-only serves neither --http nor --live")
-        _serve_socket_only(roots or (Path("."),), idle_exit)
+        _serve_socket_only(roots or (Path("."),), idle_exit, log_level)
         return
     if idle_exit is not None:
         raise click.UsageError("--idle-exit goes with --socket-only")
@@ -137,15 +137,27 @@ def serve_cmd(
             stop_live()
 
 
-def _serve_socket_only(roots: tuple[Path, ...], idle_exit: float | None) -> None:
+def _serve_socket_only(roots: tuple[Path, ...], idle_exit: float | None, log_level: str) -> None:
     """The CLI's background server: the roots' sockets until idle (or a root removed); nothing when
     another server of these roots answers already. Each root's index is read twice first, so the
     first read it answers finds the modules loaded and the kernel's watch armed."""
+    import logging
+
     from ragraf.adapters.cli_socket import listen as listen_cli
 
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=log_level.upper(),
+        format="%(asctime)s ragraf-server %(levelname)s: %(message)s",
+    )
     cli_socket = listen_cli(roots, idle_exit_s=idle_exit)
     if not cli_socket.roots:
+        logging.info("another server answers these roots: nothing to do")
         return
+    logging.info(
+        "pid %d answers the CLI's reads of %s%s", os.getpid(), ", ".join(cli_socket.roots),
+        f" until {idle_exit:g} s pass without one" if idle_exit else "",
+    )  # fmt: skip
     os.chdir("/")  # the roots are real paths now; hold no folder of the caller's
     try:
         from ragraf.api import Index
