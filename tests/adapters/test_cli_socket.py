@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -374,28 +375,43 @@ def running(pid: int) -> bool:
     return state != "Z"
 
 
-def test_a_read_without_a_server_starts_one_that_answers_the_next_until_idle(
-    repo: Path, env: dict[str, str]
-) -> None:
-    env = {k: v for k, v in env.items() if k != "CI"} | {"RAGRAF_SERVER_IDLE_S": "2"}
+def test_a_read_without_a_server_starts_one_that_answers_the_next(repo: Path, env: dict[str, str]) -> None:
+    env = {k: v for k, v in env.items() if k != "CI"} | {"RAGRAF_SERVER_IDLE_S": "600"}
     alone = client(("def", "TCPConnector"), repo, env, RAGRAF_NO_SERVER="1")
     out, err, code, who = client(("def", "TCPConnector"), repo, env)
     assert (out, err, code, who) == (*alone[:3], "in-process")
     path = sock_of(repo, env)
     wait_for(lambda: listening(path), "the background server's socket")
     pid = server_pid(path)
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert b"--socket-only" in cmdline and os.fsencode(os.path.realpath(repo)) in cmdline
-    assert os.getsid(pid) == pid  # a session of its own: no terminal, no caller's process group
-    assert client(("def", "TCPConnector"), repo, env) == (*alone[:3], "server")
-    # A second read that finds the server does not start another one.
-    assert server_pid(path) == pid
-    # Two seconds without a request: the socket closes and the process exits.
-    wait_for(lambda: not path.exists() and not running(pid), "the idle server to exit")
-    log = path.with_suffix(".log").read_text()  # beside its socket, in the private folder
-    assert f"pid {pid} answers" in log and "closed: no request for 2 s" in log, log
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert b"--socket-only" in cmdline and os.fsencode(os.path.realpath(repo)) in cmdline
+        assert b"--idle-exit" in cmdline and b"600" in cmdline
+        assert os.getsid(pid) == pid  # a session of its own: no terminal, no caller's process group
+        log = path.with_suffix(".log")  # its log, beside its socket
+        wait_for(lambda: f"pid {pid} answers" in log.read_text(), "the server's first log line")
+        assert client(("def", "TCPConnector"), repo, env) == (*alone[:3], "server")
+        assert server_pid(path) == pid  # a read that found it started no other
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not running(pid), "the server to end")
+    # Its socket is left behind, refusing: the next read answers itself and starts a new server.
     assert client(("def", "TCPConnector"), repo, env)[3] == "in-process"
     wait_for(lambda: listening(path), "the next background server")
+    os.kill(server_pid(path), signal.SIGTERM)
+
+
+def test_the_socket_only_server_exits_when_idle(repo: Path, env: dict[str, str]) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragraf.cli", "serve", "--socket-only", "--idle-exit", "1", "--root", str(repo)],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.wait(timeout=120) == 0  # stops a hang only
+    finally:
+        proc.kill()
+    assert proc.stderr is not None and b"closed: no request for 1 s" in proc.stderr.read()
+    assert not sock_of(repo, env).exists()
 
 
 def test_no_background_server_under_ci_with_server_idle_s_0_or_after_a_failed_read(
