@@ -484,3 +484,14 @@ def test_a_server_running_older_code_than_its_client_closes_and_the_client_answe
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_socket_only_options_that_do_not_go_together_are_usage_errors(tmp_path: Path) -> None:
+    for args, says in (
+        (("--idle-exit", "5"), "--idle-exit goes with --socket-only"),
+        (("--socket-only", "--http", "8000"), "--socket-only serves neither --http nor --live"),
+        (("--socket-only", "--live"), "--socket-only serves neither --http nor --live"),
+        (("--socket-only", "--idle-exit", "0"), "0.0 is not in the range x>0"),
+    ):
+        out = run_cli("serve", *args, "--root", str(tmp_path))
+        assert out.returncode == 2 and says in out.stderr, (args, out.stderr)
