@@ -229,7 +229,9 @@ def test_watch_listens_and_a_removed_index_home_closes_the_socket(repo: Path, en
     with server(repo, env, "watch") as proc:
         *served, who = client(("status", "--json"), repo, env)
         assert who == "server"
-        shutil.rmtree(repo / ".git" / "ragraf")
+        home = repo / ".git" / "ragraf"
+        # The server may write a file there while it goes (a read's stamp): removed until it is gone.
+        wait_for(lambda: shutil.rmtree(home, ignore_errors=True) or not home.exists(), "the home removed")
         wait_for(lambda: not sock_of(repo, env).exists(), "the socket closed", None)
         assert client(("def", "TCPConnector"), repo, env)[3] == "in-process"
         del proc, served

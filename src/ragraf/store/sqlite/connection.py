@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ragraf.errors import IndexCorruptError, IndexMissingError, RagrafError, StoreError
 from ragraf.store.sqlite.bulk import restore_indexes
-from ragraf.store.sqlite.integrity import seal, unchanged_since_sealed
+from ragraf.store.sqlite.integrity import keep_sealed, sealed_identity
 from ragraf.store.sqlite.migrations import APPLICATION_ID, COMPACT_FROM, MIGRATIONS
 from ragraf.store.sqlite.sql import pack_text, rebuild_lexical
 from ragraf.tokens import INDEX_TEXT_VERSION
@@ -123,7 +123,7 @@ class ConnectionBase:
         sealed (integrity.py): a read that revises the guard's snapshot must not cost the next index
         run a read of every page (a commit may checkpoint the log into the file)."""
         self.db.execute("BEGIN IMMEDIATE")
-        sealed = unchanged_since_sealed(self.path)  # no other writer now
+        sealed = sealed_identity(self.path)  # no other writer now
         try:
             yield self.db
         except BaseException:
@@ -131,8 +131,7 @@ class ConnectionBase:
                 self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
-        if sealed:
-            seal(self.path)
+        keep_sealed(self.path, sealed)
 
     def damaged(self) -> str | None:
         """SQLite's first complaint about the file's pages (quick_check reads them all) or about the
@@ -150,10 +149,9 @@ class ConnectionBase:
     def close(self) -> None:
         # The last connection to close checkpoints the log into the file, whoever wrote it: a
         # long-lived server's reads close many (ragraf serve --socket-only).
-        sealed = unchanged_since_sealed(self.path)
+        sealed = sealed_identity(self.path)
         self.db.close()
-        if sealed:
-            seal(self.path)
+        keep_sealed(self.path, sealed)
 
 
 def _statements(script: str) -> list[str]:

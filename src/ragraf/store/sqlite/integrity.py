@@ -30,13 +30,26 @@ def _identity(db_path: Path) -> list[int] | None:
     return [st.st_size, st.st_ino, st.st_mtime_ns]
 
 
-def unchanged_since_sealed(db_path: Path) -> bool:
-    """The file is as the last index run that finished on it left it."""
+def sealed_identity(db_path: Path) -> list[int] | None:
+    """The file's identity when it is as the last index run that finished on it left it, else None."""
     try:
         stamp = json.loads(stamp_path(db_path).read_text())
     except (OSError, ValueError):
-        return False
-    return stamp is not None and stamp == _identity(db_path)
+        return None
+    identity = _identity(db_path)
+    return identity if identity is not None and stamp == identity else None
+
+
+def unchanged_since_sealed(db_path: Path) -> bool:
+    """The file is as the last index run that finished on it left it."""
+    return sealed_identity(db_path) is not None
+
+
+def keep_sealed(db_path: Path, sealed: list[int] | None) -> None:
+    """After a write of ours (a commit, the checkpoint of a connection's close): a file that was
+    sealed before it (`sealed`: its identity then) is sealed again when the write moved it."""
+    if sealed is not None and _identity(db_path) != sealed:
+        seal(db_path)
 
 
 def check_pages(db: sqlite3.Connection, db_path: Path) -> bool:
