@@ -377,9 +377,8 @@ class _Batch:
 
     def add(self, bundle: ContentBundle) -> None:
         self.bundles.append(bundle)
-        self.text += sum(
-            2 * len(text) + len(tail) for *_, text, tail in bundle.chunks
-        )  # text and lexical row
+        # Its text and lexical row, the records read by position (ContentBundle).
+        self.text += sum(2 * len(text) + len(tail) for *_, text, tail in bundle.chunks)
         if len(self.bundles) >= _BATCH_FILES or self.text >= _BATCH_TEXT:
             self.flush()
 

@@ -100,9 +100,8 @@ class ContentsMixin:
         ) as copy:
             for item, content_id in zip(bundles, content_ids, strict=True):
                 rows = vector_rows(item, dim) if dim else []
-                for i, (ord_, start, end, name, text, tail) in enumerate(
-                    item.chunks
-                ):  # by position: ContentBundle
+                # Records by position (ContentBundle: plain tuples from a worker).
+                for i, (ord_, start, end, name, text, tail) in enumerate(item.chunks):
                     body = lex_tokens(text + "\n" + tail)
                     symbol = lex_tokens(name or "")
                     n_chunks += 1

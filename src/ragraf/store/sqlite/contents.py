@@ -116,13 +116,12 @@ class ContentsMixin:
                 ids[key] = content_id
                 contents.append((content_id, *key, len(item.chunks), item.facts_status))
                 rows = vector_rows(item, dim) if dim else []
-                for i, (ord, start, end, symbol, text, tail) in enumerate(
-                    item.chunks
-                ):  # by position: ContentBundle
+                # Records by position (ContentBundle: plain tuples from a worker).
+                for i, (ord_, start, end, symbol, text, tail) in enumerate(item.chunks):
                     chunk_id += 1
                     if rows:
                         vectors.append((chunk_id, model, dim, rows[i]))
-                    chunks.append((chunk_id, content_id, ord, start, end, symbol, pack_text(text)))
+                    chunks.append((chunk_id, content_id, ord_, start, end, symbol, pack_text(text)))
                     pending.append((chunk_id, text + "\n" + tail, symbol or ""))
                 facts += [
                     (
