@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
@@ -112,6 +112,14 @@ def parser_for(language: str) -> Parser:
     if parser is None:
         parser = parsers[language] = get_parser(language)  # type: ignore[arg-type]
     return parser
+
+
+def compile_queries(languages: Iterable[str]) -> None:
+    """Compile the rules queries of these languages now (a process about to fork its workers)."""
+    for language in languages:
+        rules = rules_for(language)
+        if rules is not None:
+            _query_for(language, rules)
 
 
 def _query_for(language: str, rules: LanguageRules) -> Query | None:
