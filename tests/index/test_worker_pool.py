@@ -45,7 +45,9 @@ def test_the_queries_of_a_batch_are_compiled_before_its_workers_fork() -> None:
 
 
 @pytest.mark.timeout(120)
-def test_a_forked_pool_ends_a_parse_past_the_timeout_though_the_parent_handles_sigalrm(tmp_path: Path) -> None:
+def test_a_forked_pool_ends_a_parse_past_the_timeout_though_the_parent_handles_sigalrm(
+    tmp_path: Path,
+) -> None:
     if threading.active_count() > 1:
         pytest.skip("a threaded process forks no pool")
     for i in range(workers._POOL_MIN_FILES):
