@@ -63,3 +63,23 @@ def test_a_forked_pool_ends_a_parse_past_the_timeout_though_the_parent_handles_s
         signal.signal(signal.SIGALRM, previous)
     assert bundles[-1] is not None and bundles[-1].facts_status == workers.FAILED
     assert all(b is not None and b.facts_status == "supported" for b in bundles[:-1])
+
+
+@pytest.mark.parametrize(("limit", "method"), [(None, "fork"), (0, "spawn")], ids=["small", "past the limit"])
+def test_a_process_forks_its_pool_unless_its_pages_would_count_in_every_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None, method: str
+) -> None:
+    if threading.active_count() > 1:
+        pytest.skip("a threaded process forks no pool")
+    if limit is not None:
+        monkeypatch.setattr(workers, "_FORK_MAX_RESIDENT", limit)
+    started: list[str] = []
+    pool = workers._pool
+    monkeypatch.setattr(workers, "_pool", lambda n, how: started.append(how) or pool(n, how))
+    for i in range(workers._POOL_MIN_FILES):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    settings = load_settings(tmp_path, embedder="none")
+    jobs = [(("", "python", settings.chunk_params()), f"m{i}.py") for i in range(workers._POOL_MIN_FILES)]
+    bundles = list(workers.prepare_all(jobs, settings))
+    assert started == [method]
+    assert [b.facts[0][1] for b in bundles if b is not None] == [f"f{i}" for i in range(len(jobs))]
