@@ -474,10 +474,14 @@ def localize_cmd(
 
 def _report_text(source: str) -> str:
     """A report's text from a file or stdin, as UTF-8 (undecodable bytes replaced, said by no error)."""
-    # Answered by a running server, a relative FILE is the calling shell's (adapters/cli_socket.py).
-    folder = click.get_current_context().meta.get("ragraf.cwd", ".")
+    # Answered by a running server, a relative FILE and stdin are the calling shell's (cli_socket.py).
+    meta = click.get_current_context().meta
+    folder, stdin = meta.get("ragraf.cwd", "."), meta.get("ragraf.stdin")
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(folder, source).read_bytes()
+        if source == "-":
+            data = sys.stdin.buffer.read() if stdin is None else stdin
+        else:
+            data = Path(folder, source).read_bytes()
     except OSError as exc:
         raise UsageError(
             f"cannot read {source}: {exc.strerror}", suggest="give a readable file, or - for stdin"

@@ -21,8 +21,8 @@ import os
 import sys
 import zlib
 
-# The commands a server may answer: reads that take no stdin, write no file and print no help
-# (`localize FILE` reads the report, the server resolving it from the caller's folder; `-` is stdin).
+# The commands a server may answer: reads that write no file and print no help (`localize FILE`
+# reads the report, the server resolving it from the caller's folder; `localize -` sends stdin).
 READS = frozenset(
     {"def", "refs", "search", "outline", "read", "status", "callers", "callees", "graph", "impact",
      "map", "related", "drift", "revisions", "changes", "localize"}
@@ -39,7 +39,7 @@ _INDEX_FLAGS = frozenset({"-q", "--quiet", "--json", "--no-wait", "--lexical-onl
 _CLIENT_ONLY = ("RAGRAF_NO_SERVER", "RAGRAF_SOCKET_DIR")
 _ANSWERING_ENV = ("OPENAI_API_KEY", "XDG_CACHE_HOME", "HOME", "NO_COLOR", "FORCE_COLOR")
 ACK_TIMEOUT_S = 2.0  # a server busy with another command longer than this: answer here instead
-MAGIC = b"ragraf-cli 2\n"
+MAGIC = b"ragraf-cli 3\n"
 # The real root of a read this process found no server for (no socket, or a dead server's): the CLI
 # may start one once it has answered (cli.py).
 no_server_for: str | None = None
@@ -81,8 +81,6 @@ def requested_root(argv: list[str]) -> str | None:
             break
         if arg in _HELP or arg in refused or arg.split("=", 1)[0] in refused:
             return None
-        if arg == "-" and argv[0] == "localize":
-            return None  # the report on stdin: read here
         if arg == "--root":
             if i + 1 == len(argv):
                 return None
@@ -133,12 +131,18 @@ def _utf8(stream: object) -> bool:
     return str(getattr(stream, "encoding", "")).lower().replace("-", "") == "utf8"
 
 
-def encode_request(fields: list[str]) -> bytes:
+def encode_request(fields: list[str], stdin: bytes | None = None) -> bytes:
+    """The request: its fields, then the bytes of the client's stdin when the command reads it."""
     body = b"\0".join(f.encode("utf-8", "surrogateescape") for f in fields)
-    return MAGIC + b"%d\n" % len(body) + body
+    return MAGIC + b"%d %d\n" % (len(body), -1 if stdin is None else len(stdin)) + body + (stdin or b"")
 
 
-def _request(argv: list[str], cwd: str) -> bytes:
+def reads_stdin(argv: list[str]) -> bool:
+    """`localize -`: the report on stdin."""
+    return argv[0] == "localize" and "-" in argv[1 : argv.index("--") if "--" in argv else len(argv)]
+
+
+def _request(argv: list[str], cwd: str, stdin: bytes | None) -> bytes:
     out_tty, err_tty = sys.stdout.isatty(), sys.stderr.isatty()
     env = answering_env(os.environ, out_tty or err_tty)
     fields = [
@@ -155,7 +159,7 @@ def _request(argv: list[str], cwd: str) -> bytes:
         *argv,
     ]
     fields += [f"{k}={v}" for k, v in env.items()]
-    return encode_request(fields)
+    return encode_request(fields, stdin)
 
 
 def _recv_line(sock: object, buf: bytearray) -> bytes | None:
@@ -180,6 +184,8 @@ def forward(argv: list[str]) -> int | None:
         return None
     global no_server_for
     try:
+        # Read before connecting: a report typed on a terminal keeps no server waiting.
+        stdin = _read_stdin() if reads_stdin(argv) else None
         cwd = os.getcwd()
         real = os.path.realpath(os.path.join(cwd, root))
         path = socket_path(real, os.environ)
@@ -206,7 +212,7 @@ def forward(argv: list[str]) -> int | None:
                 pass
             no_server_for = real
             return None
-        sock.sendall(_request(argv, cwd))
+        sock.sendall(_request(argv, cwd, stdin))
         buf = bytearray()
         if _recv_line(sock, buf) != b"1":  # not taken: another root, another environment, busy
             return None
@@ -227,6 +233,17 @@ def forward(argv: list[str]) -> int | None:
     _write(sys.stdout, bytes(buf[:out_len]))
     _write(sys.stderr, bytes(buf[out_len : out_len + err_len]))
     return code
+
+
+def _read_stdin() -> bytes:
+    """All of stdin, which this process reads again when the server does not take the command."""
+    import io
+
+    if sys.stdin is None:
+        raise OSError("no stdin")  # the command's own run says so
+    data = sys.stdin.buffer.read()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding=sys.stdin.encoding, errors=sys.stdin.errors)
+    return data
 
 
 def start_server(root: str, idle_s: float) -> None:

@@ -149,7 +149,7 @@ def test_a_served_read_prints_exactly_what_the_cli_prints_in_process(repo: Path,
         )
 
 
-def test_localize_of_a_report_file_is_served_and_of_stdin_answered_in_process(
+def test_localize_of_a_report_file_and_of_stdin_is_served_as_in_process(
     repo: Path, env: dict[str, str]
 ) -> None:
     report = repo.parent / "issue.md"  # beside the repository: the caller's file, not the index's
@@ -165,12 +165,28 @@ def test_localize_of_a_report_file_is_served_and_of_stdin_answered_in_process(
             assert served == alone, args
         missing = client(("localize", "no-such-issue.md", "--root", "repo"), repo.parent, env)
         assert missing[2:] == (2, "server") and "cannot read no-such-issue.md" in missing[1]
-        piped = subprocess.run(
+        # The report on stdin goes with the request; NUL and undecodable bytes too.
+        for data in (report.read_bytes(), b"resolve_host\0 fails \xff\xfe on retry\n", b""):
+            answers = []
+            for extra in ({}, {"RAGRAF_NO_SERVER": "1"}):
+                piped = subprocess.run(
+                    [sys.executable, "-c", CLIENT, "localize", "-", "--json"],
+                    cwd=repo, env={**env, **extra}, input=data, capture_output=True, timeout=120,
+                )  # fmt: skip
+                answers.append(
+                    (piped.returncode, piped.stdout, piped.stderr, Path(env["MARK_FILE"]).read_text())
+                )
+            assert [a[3] for a in answers] == ["server", "in-process"], data
+            assert answers[0][:3] == answers[1][:3], data
+        assert json.loads(answers[0][1])["notes"]  # the empty report: a note, not results
+        # A server that declines (another environment) leaves the report to this process, read once.
+        declined = subprocess.run(
             [sys.executable, "-c", CLIENT, "localize", "-", "--json"],
-            cwd=repo, env=env, input=report.read_bytes(), capture_output=True, timeout=120,
+            cwd=repo, env={**env, "RAGRAF_BUDGET_BYTES": "2048"}, input=report.read_bytes(),
+            capture_output=True, timeout=120,
         )  # fmt: skip
-        assert piped.returncode == 0 and Path(env["MARK_FILE"]).read_text() == "in-process"
-        assert json.loads(piped.stdout)["results"]
+        assert Path(env["MARK_FILE"]).read_text() == "in-process"
+        assert declined.returncode == 0 and json.loads(declined.stdout)["results"]
 
 
 def test_what_a_server_does_not_take_is_answered_in_process(repo: Path, env: dict[str, str]) -> None:

@@ -104,8 +104,9 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-def run_command(argv: list[str], cwd: str, prog: str) -> int:
-    """argv as the `ragraf` CLI runs it in cwd (this thread's sys.stdout/sys.stderr are the client's)."""
+def run_command(argv: list[str], cwd: str, prog: str, stdin: bytes | None = None) -> int:
+    """argv as the `ragraf` CLI runs it in cwd (this thread's sys.stdout/sys.stderr are the client's,
+    `stdin` the bytes of the client's stdin for a command that reads it)."""
     import click
 
     from ragraf.cli import main
@@ -125,6 +126,7 @@ def run_command(argv: list[str], cwd: str, prog: str) -> int:
             with main.make_context(prog, args, default_map=default_map) as ctx:
                 ctx.meta["ragraf.argv"] = list(argv)  # as typed: the next-page hint repeats it
                 ctx.meta["ragraf.cwd"] = cwd  # a file argument (localize's report) is the client's
+                ctx.meta["ragraf.stdin"] = stdin  # and so is `-`
                 main.invoke(ctx)
         except (EOFError, KeyboardInterrupt):
             click.echo(file=sys.stderr)
@@ -312,7 +314,7 @@ class CliListener:
         _local.stdout, _local.stderr = out, err
         try:
             with _hinted(request["argv"], entry.root):
-                code = run_command(request["argv"], request["cwd"], request["prog"])
+                code = run_command(request["argv"], request["cwd"], request["prog"], request["stdin"])
         except Exception:  # the server must outlive any bug below it; the client then answers itself
             log.exception("CLI request %s failed", request["argv"][:1])
             return
@@ -385,15 +387,18 @@ def _read_request(conn: socket.socket) -> dict[str, Any] | None:
         return None
     length_line, _, body = buf[len(MAGIC) :].partition(b"\n")
     try:
-        length = int(length_line)
+        length, stdin_length = (int(n) for n in length_line.split())
     except ValueError:
         return None
-    while len(body) < length:
-        chunk = conn.recv(65536)
+    while len(body) < length + max(stdin_length, 0):
+        chunk = conn.recv(1 << 20)
         if not chunk:
             return None
         body += chunk
-    return parse_request(body[:length])
+    request = parse_request(body[:length])
+    if request is not None:
+        request["stdin"] = body[length : length + stdin_length] if stdin_length >= 0 else None
+    return request
 
 
 def listen(roots: list[Path] | tuple[Path, ...], idle_exit_s: float | None = None) -> CliListener:
