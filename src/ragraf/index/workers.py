@@ -271,8 +271,8 @@ def _resident_bytes() -> int:
 
 
 # The bundles are lists and tuples by the hundred thousand, and hold no cycles; at the collector's
-# default young threshold (700) a worker ran 1,500 collections over 3,000 files (0.22 of 12 CPU-s)
-# and the main process 1,160 over the speed corpus (0.43 CPU-s); at these, 46 and about 40.
+# default young threshold (700) a worker ran 1,500 collections over 3,000 files (0.22 of 12 CPU-s;
+# 46 at these, 0.06) and the main process 1,160 over the speed corpus (0.43 CPU-s).
 _FEWER_COLLECTIONS = (10_000, 50, 100)
 _raised: list[tuple[int, int, int]] = []  # the threshold before the first batch, once per batch under way
 _raised_lock = threading.Lock()
