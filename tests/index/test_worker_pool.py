@@ -2,8 +2,9 @@
 whatever the parent handles, and the collector's threshold while a batch's bundles come in."""
 
 import gc
-import signal
-import threading
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,42 +45,53 @@ def test_the_queries_of_a_batch_are_compiled_before_its_workers_fork() -> None:
     assert "markdown" not in extract._queries and "no-such-language" not in extract._queries
 
 
-@pytest.mark.timeout(120)
+# A batch in a fresh interpreter, single-threaded as the CLI is (the test process runs threads,
+# and a threaded process never forks a pool): the start methods of its pools, and each bundle.
+BATCH = """
+import json, signal, sys
+from pathlib import Path
+from ragraf.config import load_settings
+from ragraf.index import workers
+root, limit, trap = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+if limit:
+    workers._FORK_MAX_RESIDENT = int(limit)
+started, pool = [], workers._pool
+workers._pool = lambda n, how: started.append(how) or pool(n, how)
+settings = load_settings(root, embedder="none", parse_timeout_s=1)
+jobs = [(("", "python", settings.chunk_params()), f"m{i}.py") for i in range(workers._POOL_MIN_FILES)]
+if trap:
+    jobs.append((("", "tsx", settings.chunk_params()), "odd.tsx"))
+signal.signal(signal.SIGALRM, lambda *_: None)  # a handler the GIL-holding parse never runs
+bundles = list(workers.prepare_all(jobs, settings))
+print(json.dumps({"started": started, "status": [b and b.facts_status for b in bundles],
+                  "names": [b and b.facts and b.facts[0][1] for b in bundles]}))
+"""
+
+
+def _batch(root: Path, limit: str = "", trap: bool = False) -> dict[str, list[str]]:
+    for i in range(workers._POOL_MIN_FILES):
+        (root / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    (root / "odd.tsx").write_text(PARSER_TRAP_TSX)
+    out = subprocess.run(
+        [sys.executable, "-c", BATCH, str(root), limit, "1" if trap else "0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 def test_a_forked_pool_ends_a_parse_past_the_timeout_though_the_parent_handles_sigalrm(
     tmp_path: Path,
 ) -> None:
-    if threading.active_count() > 1:
-        pytest.skip("a threaded process forks no pool")
-    for i in range(workers._POOL_MIN_FILES):
-        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
-    (tmp_path / "odd.tsx").write_text(PARSER_TRAP_TSX)
-    settings = load_settings(tmp_path, embedder="none", parse_timeout_s=1)
-    jobs = [(("", "python", settings.chunk_params()), f"m{i}.py") for i in range(workers._POOL_MIN_FILES)]
-    jobs.append((("", "tsx", settings.chunk_params()), "odd.tsx"))
-    previous = signal.signal(signal.SIGALRM, lambda *_: None)  # a handler the GIL-holding parse never runs
-    try:
-        bundles = list(workers.prepare_all(jobs, settings))
-    finally:
-        signal.signal(signal.SIGALRM, previous)
-    assert bundles[-1] is not None and bundles[-1].facts_status == workers.FAILED
-    assert all(b is not None and b.facts_status == "supported" for b in bundles[:-1])
+    batch = _batch(tmp_path, trap=True)
+    assert batch["started"][0] == "fork"
+    assert batch["status"] == ["supported"] * workers._POOL_MIN_FILES + [workers.FAILED]
 
 
-@pytest.mark.parametrize(("limit", "method"), [(None, "fork"), (0, "spawn")], ids=["small", "past the limit"])
+@pytest.mark.parametrize(("limit", "method"), [("", "fork"), ("0", "spawn")], ids=["small", "past the limit"])
 def test_a_process_forks_its_pool_unless_its_pages_would_count_in_every_worker(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None, method: str
+    tmp_path: Path, limit: str, method: str
 ) -> None:
-    if threading.active_count() > 1:
-        pytest.skip("a threaded process forks no pool")
-    if limit is not None:
-        monkeypatch.setattr(workers, "_FORK_MAX_RESIDENT", limit)
-    started: list[str] = []
-    pool = workers._pool
-    monkeypatch.setattr(workers, "_pool", lambda n, how: started.append(how) or pool(n, how))
-    for i in range(workers._POOL_MIN_FILES):
-        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
-    settings = load_settings(tmp_path, embedder="none")
-    jobs = [(("", "python", settings.chunk_params()), f"m{i}.py") for i in range(workers._POOL_MIN_FILES)]
-    bundles = list(workers.prepare_all(jobs, settings))
-    assert started == [method]
-    assert [b.facts[0][1] for b in bundles if b is not None] == [f"f{i}" for i in range(len(jobs))]
+    batch = _batch(tmp_path, limit)
+    assert batch["started"] == [method]
+    assert batch["names"] == [f"f{i}" for i in range(workers._POOL_MIN_FILES)]
