@@ -8,6 +8,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
+
+import re2
 
 # What stands in for a redacted token: `[redacted:KIND]`; envelopes count these (`redacted: N`).
 REDACTED = "[redacted:"
@@ -61,6 +64,22 @@ _FORMATS = [
     for kind, literals, pattern in TOKEN_FORMATS
 ]
 
+
+def _may_hide(a: str, b: str) -> bool:
+    """Whether an occurrence of `b` can overlap one of `a`, so a scan that takes `a` skips it."""
+    return b in a or a in b or any(a.endswith(b[:i]) for i in range(1, len(b)))
+
+
+def _candidates() -> dict[bytes, frozenset[int]]:
+    """Literal -> the formats to try when a scan finds it: its own, and those of every literal an
+    occurrence of it could have hidden from the scan (matches do not overlap)."""
+    owners = [(literal, i) for i, (_, literals, _) in enumerate(TOKEN_FORMATS) for literal in literals]
+    return {
+        literal.encode(): frozenset(j for other, j in owners if _may_hide(literal, other))
+        for literal, _ in owners
+    }
+
+
 # A value given to a name that says it is secret, and random enough to be one: a quoted literal
 # without spaces, or the rest of a line (.env, YAML, INI). Only lines holding one of the words are
 # looked at.
@@ -82,6 +101,13 @@ _ASSIGNED_TAIL = re.compile(
     r"(?i:" + _SECRET_NAME.split("{0,64}", 1)[1] + r")['\"]?\s*(?::=|=>|[:=])\s*"
     r"(?:['\"`][^\s'\"`]{12}|[^\s'\"`,;()\[\]{}]{12})"
 )
+# RE2 finds every literal in one scan of the text (Python's re has no multi-literal search): on the
+# speed corpus 0.2 CPU-s against 1.3 for a scan per format. The lines holding the words, likewise:
+# 0.4 against 0.8 for a find per word.
+_CANDIDATES = _candidates()
+_ANY_LITERAL = re2.compile(b"|".join(map(re.escape, _CANDIDATES)))
+_WORD_LINES = re2.compile(r"(?m)^.*(?i:" + "|".join(map(re.escape, _ASSIGN_WORDS)) + r").*$")
+
 MIN_ENTROPY_BITS = 3.5  # per character: English words and identifiers stay under it, keys over
 _NOT_A_VALUE = re.compile(
     r"^(?:\$|%|\{|<|os\.|process\.|env\.|self\.|this\.|settings\.|config\.|getenv|None$|null$|true$|false$|"
@@ -125,7 +151,7 @@ def redact(text: str) -> tuple[str, int]:
             return f"{m.group(1)}{REDACTED}private-key]" + "\n" * m.group(3).count("\n") + m.group(4)
 
         text = _PRIVATE_KEY_BLOCK.sub(blank_key, text)
-    for kind, holds_literal, pattern in _FORMATS:
+    for kind, holds_literal, pattern in _formats_in(text):
         if holds_literal(text) is None:
             continue
 
@@ -164,6 +190,14 @@ def redact(text: str) -> tuple[str, int]:
     return text, count
 
 
+def _formats_in(text: str) -> Iterator[tuple[str, Callable[[str], object], re.Pattern[str]]]:
+    """The formats, in order, whose literals one scan finds in the text, and those whose literals
+    a found one may have hidden. Replacements add no literal, so the text is scanned once."""
+    found = set(_ANY_LITERAL.findall(text.encode("utf-8", "surrogatepass")))
+    if found:
+        yield from (_FORMATS[i] for i in sorted(frozenset().union(*map(_CANDIDATES.__getitem__, found))))
+
+
 def _replaced(m: re.Match[str], group: str, kind: str) -> str:
     whole = m.group(0)
     if group not in m.re.groupindex or m.group(group) is None:
@@ -174,17 +208,7 @@ def _replaced(m: re.Match[str], group: str, kind: str) -> str:
 
 def _lines_with_words(text: str) -> list[tuple[int, int]]:
     """The (start, end) of each line holding one of the words secret values are given to."""
-    low = text.lower()
-    spans: set[tuple[int, int]] = set()
-    for word in _ASSIGN_WORDS:
-        at = low.find(word)
-        while at != -1:
-            start = low.rfind("\n", 0, at) + 1
-            end = low.find("\n", at)
-            end = len(low) if end == -1 else end
-            spans.add((start, end))
-            at = low.find(word, end)
-    return sorted(spans)
+    return [m.span() for m in _WORD_LINES.finditer(text)]
 
 
 def count_redacted(value: object) -> int:
