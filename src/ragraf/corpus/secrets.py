@@ -57,8 +57,8 @@ TOKEN_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("age-secret-key", ("AGE-SECRET-KEY-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     ("password-in-url", ("://",), r"://[^/\s:@'\"]{1,64}:(?P<t>[^/\s:@'\"$<>{}]{6,128})@"),
 )  # fmt: skip
-# A format's literals are looked for in one scan of the text (a compiled alternation) rather than
-# one substring test each: on a third of the speed corpus 0.44 CPU-s instead of 1.13.
+# Each format's own test for its literals (a compiled alternation), run where the scan of them all
+# (_ANY_LITERAL, below) found one of them or a literal that may hide one.
 _FORMATS = [
     (kind, re.compile("|".join(map(re.escape, literals))).search, re.compile(pattern))
     for kind, literals, pattern in TOKEN_FORMATS
