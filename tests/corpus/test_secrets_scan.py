@@ -70,7 +70,7 @@ def test_a_literal_hidden_under_another_still_has_its_format_tried(kind: str) ->
     tried_on: list[str] = []
     for other in LITERALS:
         for literal in mine:
-            overlaps = [other] if literal in other else []
+            overlaps = [other] if literal in other else [literal] if other in literal else []
             overlaps += [other + literal[k:] for k in range(1, len(literal)) if other.endswith(literal[:k])]
             for text in overlaps:
                 tried_on.append(text)
