@@ -1,4 +1,5 @@
-"""The writer lock serves waiting writers in arrival order, and a dead waiter never blocks the queue."""
+"""The writer lock serves waiting writers in arrival order, a dead waiter never blocks the queue, and
+a killed holder's forked children (pool workers) do not keep it."""
 
 from __future__ import annotations
 
@@ -89,3 +90,33 @@ def test_no_wait_is_refused_while_a_writer_is_queued_even_between_holders(tmp_pa
         queued.release()
     with WriterLock(home, wait=False):
         assert WriterLock(home).busy() is not None
+
+
+# Takes the lock, forks a child that outlives it (as a forked pool worker may), prints its pid.
+HOLDER_WITH_CHILD = """
+import os, sys, time
+from pathlib import Path
+from ragraf.index.lock import WriterLock
+WriterLock(Path(sys.argv[1])).acquire()
+child = os.fork()
+if child == 0:
+    time.sleep(600)
+    os._exit(0)
+print(child, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_holders_forked_child_does_not_keep_the_lock(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER_WITH_CHILD, str(tmp_path)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    try:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        os.kill(child, 0)  # alive still
+        lock = WriterLock(tmp_path, wait=False)
+        lock.acquire()  # LockHeldError while the child's copy of the flock is open
+        lock.release()
+    finally:
+        os.kill(child, signal.SIGKILL)

@@ -15,6 +15,22 @@ from types import TracebackType
 
 from ragraf.errors import LockHeldError, StoreError
 
+# The descriptors of the flocks this process holds (the lock, its ticket). A forked child (a pool
+# worker) closes its copies: the kernel keeps a flock while any copy is open, so a worker left
+# behind by a killed indexer would hold the lock until it noticed and exited.
+_HELD: set[int] = set()
+
+
+def _close_held_in_child() -> None:
+    for fd in _HELD:
+        with contextlib.suppress(OSError):
+            os.close(fd)  # closing a copy: the parent's flock stays (never LOCK_UN here)
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_held_in_child)
+
 
 def keep_out_of_listings(home: Path) -> None:
     """A `.gitignore` of `*` in the index home, as pytest and mypy leave in their caches: a home
@@ -85,6 +101,7 @@ class WriterLock:
         }
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self.fd = fd
+        _HELD.add(fd)
 
     def waiting(self) -> int:
         """How many live tickets the queue holds (the holder's among them, when it queued)."""
@@ -108,6 +125,7 @@ class WriterLock:
             fcntl.flock(fd, fcntl.LOCK_EX)  # made and locked under the guard: never seen unlocked
             os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._ticket = (path, fd)
+        _HELD.add(fd)
 
     def _live_tickets(self, before: str | None) -> list[Path]:
         """The tickets ahead of `before` (all with None) whose owner is alive; stale ones removed."""
@@ -138,6 +156,7 @@ class WriterLock:
             path, fd = self._ticket
             with contextlib.suppress(OSError):
                 path.unlink()
+            _HELD.discard(fd)
             os.close(fd)
             self._ticket = None
 
@@ -158,6 +177,7 @@ class WriterLock:
     def release(self) -> None:
         if self.fd is not None:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
+            _HELD.discard(self.fd)
             os.close(self.fd)
             self.fd = None
         self._leave_queue()
