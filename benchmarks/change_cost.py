@@ -6,8 +6,8 @@ the CLI and its workers) of `ragraf index --json` after each change, and in the 
 the change itself made by git (the branch switch's `git checkout`; nothing for an edit) plus a
 `git status` after it. The changes: none, a one-file edit, a new file, and a switch between two
 branches that differ in --switch files (modified across many folders). Between measurements an
-unmeasured run lets the files just written settle (a file hashed within 2 s of its write is read
-again by the next run), so each figure is the cost of its change alone.
+unmeasured run lets the files just written settle (a file hashed within the racy window of its
+write, 2 s at most, is read again by the next run), so each figure is the cost of its change alone.
 
     python benchmarks/change_cost.py                  # needs python benchmarks/corpora.py speed
     python benchmarks/change_cost.py --json --repeat 3
