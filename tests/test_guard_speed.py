@@ -13,6 +13,7 @@ from ragraf import Index
 from ragraf.api import guarded
 from ragraf.corpus import discover as discover_module
 from ragraf.corpus import extract as extract_module
+from ragraf.corpus.stat_cache import settled as holds_since
 from ragraf.freshness import guard as guard_module
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import guard
@@ -101,15 +102,48 @@ def test_an_edited_ignore_file_sends_the_guard_to_list_again(sample: Path) -> No
     assert moved(idx) is None
 
 
+def _this_second(path: Path) -> None:
+    """An mtime of whole seconds, as FAT and HFS+ keep them: a write later in the same second
+    would leave it as it is."""
+    whole = time.time_ns() // 10**9 * 10**9
+    os.utime(path, ns=(whole, whole))
+
+
+def test_a_fine_timestamp_settles_after_a_clock_tick_and_a_whole_second_one_after_the_window() -> None:
+    fine = 1_700_000_000_123_456_789
+    assert holds_since(fine + 30_000_000, fine) and not holds_since(fine + 10_000_000, fine)
+    assert not holds_since(fine - 1, fine)  # a date in the future
+    whole = 1_700_000_000 * 10**9
+    assert not holds_since(whole + 1_500_000_000, whole) and holds_since(whole + 2_000_000_001, whole)
+
+
 def test_a_file_hashed_too_soon_after_its_write_always_counts_as_moved(sample: Path) -> None:
     (sample / ".ragraf").mkdir()
     settled(sample)
-    (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# fresh\n")  # racy: written just now
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# fresh\n")
+    _this_second(sample / SERVER)  # racy: written this second
     idx = Index.open(sample)
     idx.index()
     assert moved(idx) == [SERVER]
     assert moved(idx) == [SERVER]  # still, from the parsed view
     assert idx.status().state == "fresh"
+
+
+def test_a_fine_mtime_a_clock_tick_old_is_trusted_and_one_ahead_of_the_clock_is_not(sample: Path) -> None:
+    """Fine timestamps (Linux ticks every 1-10 ms) show any later write as a later mtime once a tick
+    has passed, so a hash taken 50 ms after the write holds; a date in the future may repeat."""
+    (sample / ".ragraf").mkdir()
+    settled(sample)
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# fresh\n")
+    recent = time.time_ns() - 50_000_000 + 1  # not a whole second
+    os.utime(sample / SERVER, ns=(recent, recent))
+    idx = Index.open(sample)
+    idx.index()
+    assert moved(idx) == []
+    ahead = time.time_ns() + 10**9 + 1
+    os.utime(sample / SERVER, ns=(ahead, ahead))
+    assert idx.status().state == "fresh"
+    assert moved(idx) == [SERVER]
 
 
 def test_a_new_snapshot_replaces_the_parsed_one(sample: Path) -> None:
@@ -193,7 +227,7 @@ def test_a_file_touched_but_unchanged_is_hashed_by_one_read_not_every_read(
 
 def test_a_file_written_just_now_is_not_trusted_by_a_read(sample: Path) -> None:
     idx = indexed(sample)
-    os.utime(sample / SERVER)  # mtime now: the same second may still hold a write
+    _this_second(sample / SERVER)  # the same second may still hold a write
     assert idx.status().state == "fresh"
     assert moved(idx) == [SERVER]
 
@@ -221,9 +255,10 @@ def test_a_file_created_in_the_tick_of_a_folder_stamp_is_found(sample: Path) -> 
     idx = Index.open(sample)
     folder = sample / "src/app"
     (folder / "first.py").write_text("x = 1\n")
+    _this_second(folder)
     stamp = folder.stat().st_mtime_ns
     idx.index()
-    # Created after the run took its stamps, within the same clock tick (the folder's mtime stays).
+    # Created after the run took its stamps, within the same second (the folder's mtime stays).
     (folder / "second.py").write_text("def second():\n    return 2\n")
     os.utime(folder, ns=(stamp, stamp))
     assert drift_of(idx)["created"] == ["src/app/second.py"]

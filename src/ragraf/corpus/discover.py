@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ragraf.corpus.extract import Unindexable, extract, is_utf8
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import EXCLUDED_DIRS, excluded_reason, is_secret
-from ragraf.corpus.stat_cache import RACY_NS
+from ragraf.corpus.stat_cache import settled
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -346,11 +346,17 @@ def classify(
 def dir_stamps(root: Path) -> dict[str, int]:
     """mtime_ns of every folder that could hold indexable files: creating, deleting or renaming a
     file changes its folder's mtime, so unchanged stamps mean an unchanged file list. A folder
-    changed within RACY_NS gets -1, a stamp no folder has: a file created in the same clock tick
-    would leave its mtime as it is, so the guard lists it again until it has settled."""
+    changed just now (stat_cache.settled) gets -1, a stamp no folder has: a file created in the
+    same clock tick would leave its mtime as it is, so the guard lists it again until it has settled."""
     stamps: dict[str, int] = {}
     _stamp_tree(str(root), [""], read_ignore_file(root / ".ragrafignore"), stamps, None)
     return stamps
+
+
+def _stamp(now: int, mtime: int) -> int:
+    """A folder's stamp: its mtime, or -1 while a change in the same clock tick could hide. A date
+    in the future is a stamp no later change repeats: kept as it is."""
+    return mtime if mtime > now or settled(now, mtime) else -1
 
 
 def _stamp_tree(
@@ -374,8 +380,7 @@ def _stamp_tree(
             mtime = os.stat(folder).st_mtime_ns  # before listing: a change while we list shows later
         except OSError:
             continue
-        # A date in the future is a stamp no later change repeats: kept as it is.
-        stamps[rel] = -1 if 0 <= now - mtime <= RACY_NS else mtime
+        stamps[rel] = _stamp(now, mtime)
         prefix = f"{rel}/" if rel else ""
         try:
             with os.scandir(folder) as it:
@@ -436,7 +441,7 @@ def relist(
         if not stat.S_ISDIR(st.st_mode) or (rel and _left_out_folder(rel, ragrafignore)):
             gone.append(rel)
             continue
-        stamps[rel] = -1 if 0 <= time.time_ns() - st.st_mtime_ns <= RACY_NS else st.st_mtime_ns
+        stamps[rel] = _stamp(time.time_ns(), st.st_mtime_ns)
         prefix = f"{rel}/" if rel else ""
         try:
             with os.scandir(folder) as it:

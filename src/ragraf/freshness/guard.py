@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ragraf.config import Settings
-from ragraf.corpus.stat_cache import RACY_NS, SKIPPED, stat_matches
+from ragraf.corpus.stat_cache import RACY_NS, SKIPPED, settled, stat_matches
 from ragraf.errors import StoreError
 from ragraf.freshness import snapshot
 from ragraf.freshness.snapshot import IGNORE_FILES, moved_files, stat_view
@@ -254,7 +254,7 @@ def quick_drift(
         elif entry is not None and entry.sha256 != sha:
             modified.append(path)
             new_sha.append((path, sha))
-        elif seen is not None and checked - st.st_mtime_ns > RACY_NS:
+        elif seen is not None and settled(checked, st.st_mtime_ns):
             seen[path] = StatEntry(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha, checked)
     drift = DriftSet(tuple(created), tuple(modified), tuple(deleted), tuple(new_sha))
     if relisted is not None and stamps is not None and seen is not None and not drift:
@@ -271,7 +271,7 @@ def _trusted_listing(stamps: dict[str, int], seen: dict[str, StatEntry]) -> bool
     if -1 in stamps.values():
         return False
     return not any(
-        path.rsplit("/", 1)[-1] in IGNORE_FILES and entry.checked_ns - entry.mtime_ns <= RACY_NS
+        path.rsplit("/", 1)[-1] in IGNORE_FILES and not settled(entry.checked_ns, entry.mtime_ns)
         for path, entry in seen.items()
     )
 

@@ -13,6 +13,7 @@ from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragraf.corpus.stat_cache import settled
 from ragraf.store import StatEntry
 
 if TYPE_CHECKING:  # numpy is imported where snapshots are written: the guard's read needs none of it
@@ -45,7 +46,7 @@ def _split(data: bytes, n: int) -> list[str]:
 
 
 def _row(s: StatEntry, racy_ns: int) -> tuple[int, int, int, int, int]:
-    return s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.checked_ns - s.mtime_ns > racy_ns)
+    return s.size, s.mtime_ns, s.ctime_ns, s.inode, int(settled(s.checked_ns, s.mtime_ns, racy_ns))
 
 
 def pack(stats: dict[str, StatEntry], stamps: dict[str, int], racy_ns: int) -> bytes:

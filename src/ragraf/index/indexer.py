@@ -21,7 +21,6 @@ from pathlib import Path, PurePosixPath
 from ragraf.config import Settings
 from ragraf.corpus.discover import (
     BAD_NAME,
-    RACY_NS,
     UNREADABLE_FOLDER,
     Discovery,
     FileStat,
@@ -33,7 +32,7 @@ from ragraf.corpus.discover import (
 from ragraf.corpus.extract import Unindexable, extract
 from ragraf.corpus.gitcmd import run_watched
 from ragraf.corpus.rules import excluded_reason
-from ragraf.corpus.stat_cache import SKIPPED, stat_matches
+from ragraf.corpus.stat_cache import RACY_NS, SKIPPED, stat_matches
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import watched_moved
 from ragraf.index.corpus_hash import changed_corpus_hash, corpus_hash

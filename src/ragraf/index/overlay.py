@@ -28,12 +28,6 @@ from ragraf.store import Revision, StatEntry, Store, open_base
 
 RAGRAFIGNORE = ".ragrafignore"  # read from the tree itself: the base's copy is written out with the changes
 
-# Git compared these files' content with the base commit after they were last written. With fine
-# timestamps (Linux stamps files from a clock ticking every 1-10 ms) any later write shows a later
-# mtime, so a check that came this long after the write is trusted; coarse timestamps (whole
-# seconds) keep the general racy window.
-_GIT_CHECK_MARGIN_NS = 20_000_000
-
 
 @dataclass(frozen=True)
 class Seed:
@@ -181,11 +175,10 @@ def seed_view(
         entry = manifest.get(st.path)
         if entry is None or st.path in changed:
             continue
-        age = seed.checked_ns - st.mtime_ns
-        coarse = st.mtime_ns % 1_000_000_000 == 0
-        trusted = age > RACY_NS or (age > _GIT_CHECK_MARGIN_NS and not coarse)
-        checked = max(seed.checked_ns, st.mtime_ns + RACY_NS + 1) if trusted else seed.checked_ns
-        vouched[st.path] = StatEntry(st.size, st.mtime_ns, st.ctime_ns, st.inode, entry.sha256, checked)
+        # Git compared the file with the base commit after it was last written, at checked_ns.
+        vouched[st.path] = StatEntry(
+            st.size, st.mtime_ns, st.ctime_ns, st.inode, entry.sha256, seed.checked_ns
+        )
     return run_index(
         store,
         settings,
