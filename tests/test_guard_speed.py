@@ -17,6 +17,7 @@ from ragraf.corpus.stat_cache import settled as holds_since
 from ragraf.freshness import guard as guard_module
 from ragraf.freshness import snapshot
 from ragraf.freshness.guard import guard
+from ragraf.index import indexer as indexer_module
 from ragraf.index.lock import WriterLock
 
 SERVER = "src/app/server.py"
@@ -115,6 +116,25 @@ def test_a_fine_timestamp_settles_after_a_clock_tick_and_a_whole_second_one_afte
     assert not holds_since(fine - 1, fine)  # a date in the future
     whole = 1_700_000_000 * 10**9
     assert not holds_since(whole + 1_500_000_000, whole) and holds_since(whole + 2_000_000_001, whole)
+
+
+def test_a_run_vouches_for_what_it_read_as_of_before_it_read_it(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write in the clock tick of the one before it keeps the mtime: what a run read holds only
+    if that tick had passed before the read, so the stat cache's time is taken before any read."""
+    idx = indexed(sample)
+    reads: list[int] = []
+    real = indexer_module.extract
+
+    def recording(*args: object, **kwargs: object) -> object:
+        reads.append(time.time_ns())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexer_module, "extract", recording)
+    (sample / SERVER).write_text((sample / SERVER).read_text() + "\n# edited\n")
+    idx.index()
+    assert reads and idx.store().stat_cache()[SERVER].checked_ns <= min(reads)
 
 
 def test_a_file_hashed_too_soon_after_its_write_always_counts_as_moved(sample: Path) -> None:

@@ -472,6 +472,7 @@ def index_moved(
     stamp: tuple[str | None, str | None] | None,
     progress: Progress,
     t0: float,
+    checked_ns: int,
     relisted: Relisting | None = None,
 ) -> IndexReport:
     """The common run: the stat pass named the few files whose stat moved (vanished ones
@@ -526,9 +527,8 @@ def index_moved(
             )
         )  # fmt: skip
     store.gc(settings.keep_revisions)
-    now = time.time_ns()
-    fresh = {hf.stat.path: _stat_entry(hf, now, in_flight) for hf in hashed}
-    fresh.update((st.path, StatEntry(*_stat_key(st), SKIPPED, now)) for st, _why in unindexable)
+    fresh = {hf.stat.path: _stat_entry(hf, checked_ns, in_flight) for hf in hashed}
+    fresh.update((st.path, StatEntry(*_stat_key(st), SKIPPED, checked_ns)) for st, _why in unindexable)
     store.update_stat_cache(fresh, vanished)
     stamps, gone = (relisted.stamps, relisted.gone) if relisted is not None else ({}, [])
     blob = snapshot.revise(blob, fresh, vanished, stamps, gone, RACY_NS)
@@ -604,6 +604,9 @@ def run_index(
     (their content is the base's, so they are not read) and the `base_rev`.
     """
     t0 = time.monotonic()
+    # What this run reads is vouched for as read from now on: a file counts as settled only when
+    # its last write came a clock tick (or the racy window) before any of its reads.
+    checked_ns = time.time_ns()
     progress = progress or Progress()
     root = settings.root
     current = store.current_revision()
@@ -636,7 +639,7 @@ def run_index(
         moved = [*changes.moved, *new] if relisted is not None else None
     if moved is not None and len(moved) <= CHANGE_MAX_FILES:
         assert current is not None and blob is not None
-        return index_moved(store, settings, current, moved, blob, stamp, progress, t0, relisted)
+        return index_moved(store, settings, current, moved, blob, stamp, progress, t0, checked_ns, relisted)
     snap = snapshot.unpack(blob) if relisted is None else None
     listing = snapshot.listing_after(root, snap, moved) if snap is not None and moved is not None else None
     old_manifest = store.manifest(current.rev_no) if current else {}
@@ -712,14 +715,13 @@ def run_index(
         rev = store.commit_revision(NewRevision(chash, version, head, branch, manifest, events, base_rev))
     # Every run applies retention: what a killed run stored and no revision names goes here.
     store.gc(settings.keep_revisions)
-    now = time.time_ns()
-    fresh_stats = {hf.stat.path: _stat_entry(hf, now, in_flight) for hf in hashed if hf.read or full}
+    fresh_stats = {hf.stat.path: _stat_entry(hf, checked_ns, in_flight) for hf in hashed if hf.read or full}
     if seed:  # what git vouched for is recorded as checked when git looked, not as read now
         fresh_stats.update(
             (hf.stat.path, seed[hf.stat.path]) for hf in hashed if not hf.read and hf.stat.path in seed
         )
     for st in (*(st for st, _why in unindexable), *found.oversized):
-        fresh_stats[st.path] = StatEntry(*_stat_key(st), SKIPPED, now)
+        fresh_stats[st.path] = StatEntry(*_stat_key(st), SKIPPED, checked_ns)
     listed = {st.path for st in (*found.files, *found.oversized)}
     removed = [p for p in stored if p not in listed]
     store.update_stat_cache(fresh_stats, removed)
