@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -101,8 +102,23 @@ def test_a_reindex_watches_the_new_folders_too(sample: Path) -> None:
     idx.status()
     idx.status()
     write(sample, {"lib/deep/mod.py": "def deep():\n    pass\n"})
+    settled(sample / "lib")  # its stamps trusted at once: only the watch can see the edit below
     idx.index()
     assert idx.status().state == "fresh"
+    assert idx.status().state == "fresh"
+    (sample / "lib/deep/mod.py").write_text("def deeper():\n    pass\n")
+    assert [w.path for w in idx.status().stale_warnings] == ["lib/deep/mod.py"]
+
+
+def test_a_folder_made_again_is_watched_again(sample: Path) -> None:
+    write(sample, {"lib/deep/mod.py": "def deep():\n    pass\n"})
+    idx = trusted_index(sample)
+    idx.status()
+    idx.status()  # armed, lib/deep watched
+    shutil.rmtree(sample / "lib/deep")
+    write(sample, {"lib/deep/mod.py": "def again():\n    pass\n"})  # a new folder at the old path
+    settled(sample / "lib")
+    idx.index()
     assert idx.status().state == "fresh"
     (sample / "lib/deep/mod.py").write_text("def deeper():\n    pass\n")
     assert [w.path for w in idx.status().stale_warnings] == ["lib/deep/mod.py"]
@@ -128,6 +144,7 @@ def test_a_new_snapshot_keeps_the_watch_and_watches_its_new_folders(
     idx.status()  # armed
     for n in range(3):  # each run writes a new snapshot, with a new folder in it
         write(sample, {f"lib/deep{n}/mod.py": f"def deep{n}():\n    pass\n"})
+        settled(sample / "lib")
         idx.index()
         assert idx.status().state == "fresh"
         (sample / f"lib/deep{n}/mod.py").write_text("def deeper():\n    pass\n")

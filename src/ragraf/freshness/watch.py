@@ -49,6 +49,8 @@ _MASK = (
     | 0x400  # IN_DELETE_SELF
     | 0x800  # IN_MOVE_SELF
 )
+# The watched folder is gone from its path (deleted, moved away, or its watch dropped).
+_GONE = 0x400 | 0x800 | 0x8000  # IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = 0o2000000
 _MAX_ROOTS = 8  # each watcher holds one of the user's inotify instances (128 by default)
@@ -80,6 +82,7 @@ class _Watch:
         self.digest: bytes | None = None
         self.moved: list[str] | None = None
         self.folders: dict[int, str] = {}  # watch descriptor -> its folder, relative ("" the root)
+        self.listed: bytes | None = None  # the snapshot whose folders are all watched
         # What the kernel named since the last pass: files (relative) whose content or attributes
         # changed; None once a folder changed (an entry made, removed or renamed) or events were lost.
         self.named: set[str] | None = set()
@@ -104,7 +107,10 @@ class _Watch:
         """Watch these folders too (one watched already keeps its watch); False when one cannot be."""
         assert _LIBC is not None
         cut = len(self.root) + 1
+        watched = set(self.folders.values())
         for folder in folders:
+            if folder[cut:] in watched:
+                continue
             wd = _LIBC.inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
             if wd < 0:
                 return False
@@ -130,14 +136,16 @@ class _Watch:
 
     def _note(self, data: bytes) -> None:
         offset = 0
-        while offset + _EVENT.size <= len(data) and self.named is not None:
+        while offset + _EVENT.size <= len(data):
             wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
             raw = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
             offset += _EVENT.size + length
             folder = self.folders.get(wd)
+            if mask & _GONE:
+                self.folders.pop(wd, None)  # so the next snapshot's folders watch it again if it is back
             if mask & _STRUCTURE or folder is None or not raw:
                 self.named = None  # a folder's entries or the folder itself: a whole pass says what
-            else:
+            elif self.named is not None:
                 name = os.fsdecode(raw)
                 self.named.add(f"{folder}/{name}" if folder else name)
 
@@ -145,7 +153,7 @@ class _Watch:
         if self.fd >= 0:
             os.close(self.fd)
         self.fd = -1
-        self.digest = self.moved = None
+        self.digest = self.moved = self.listed = None
         self.folders = {}
 
 
@@ -201,6 +209,15 @@ def moved_since(
     snapshot's delta names, the only ones whose entries can differ."""
     watch = _watch_of(root)
     with watch.lock:
+        if watch.fd >= 0 and watch.listed != digest:
+            # A new snapshot (an index run) may list new folders: watch those too, whatever pass
+            # answers below. The watch stays: closing it cost a reader 14 ms a revision at 200
+            # folders, then arming anew.
+            names = folders()
+            if names is None or not watch.add(names):
+                watch.close()
+            else:
+                watch.listed = digest
         if watch.fd >= 0 and watch.moved is not None and watch.digest is not None:
             rows: frozenset[str] | None = frozenset()
             now = watch.delta
@@ -215,16 +232,10 @@ def moved_since(
                     if moved is not None:
                         watch.digest, watch.moved, watch.named, watch.delta = digest, moved, set(), now
                         return list(moved)
-        if watch.fd >= 0 and watch.digest is not None and watch.digest != digest:
-            # A new snapshot (an index run) may list new folders: watch those too. The watch
-            # stays: closing it cost a reader 14 ms a revision at 200 folders, then arming anew.
-            names = folders()
-            if names is None or not watch.add(names):
-                watch.close()
         if watch.fd < 0:  # guard.py comes here from a root's second guard on: a long-running process
             names = folders()
-            if names is not None:
-                watch.arm(names)
+            if names is not None and watch.arm(names):
+                watch.listed = digest
         elif watch.fd >= 0:
             watch.changed()  # what happened so far is covered by the pass below
         watch.named = set()
