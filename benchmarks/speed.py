@@ -296,7 +296,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.copytree(source, root, symlinks=True, ignore=shutil.ignore_patterns(".ragraf"))
         os.environ["RAGRAF_CACHE_DIR"] = str(cache)  # never touch the machine's embedding cache
         os.environ["GIT_CEILING_DIRECTORIES"] = str(work)  # the copy is a plain folder, whatever TMPDIR is in
-        cli_env = {**os.environ, "RAGRAF_HOME": str(home), "RAGRAF_EMBEDDER": "none"}
+        # Compiled bytecode kept, as an installed ragraf has it (cli_cpu.py says why).
+        cli_env = {**os.environ, "RAGRAF_HOME": str(home), "RAGRAF_EMBEDDER": "none",
+                   "PYTHONPYCACHEPREFIX": str(work / "pycache")}  # fmt: skip
+        cli_env.pop("PYTHONDONTWRITEBYTECODE", None)
 
         idx = Index.open(root, embedder="none", home=str(home))
         try:

@@ -6,6 +6,9 @@ memory is held to its target and the incremental runs to the work they do, not t
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from reliability import scale
@@ -49,3 +52,15 @@ def test_incremental_runs_read_only_what_changed_and_search_answers(campaign: di
         assert run["report"]["new_revision"] and 1 <= run["report"]["files_read"] <= run["may_read"], run
         assert run["report"]["files"]["modified"] == 1
     assert campaign["search_warm"]["empty_answers"] < campaign["search_warm"]["queries"] // 2
+
+
+def test_the_default_path_is_measured_through_the_background_server(campaign: dict) -> None:
+    served = campaign["served"]
+    assert len(served["no_change_cpu_s"]) == 3 and len(served["one_file_cpu_s"]) == 3
+    # The edits were indexed by the server (its CPU counted beside the client's), which is gone after.
+    assert sum(served["one_file_server_cpu_s"]) > 0
+    assert served["one_file_x_git_status"] is not None
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):  # SIGTERM was sent: it exits within a moment
+            os.kill(served["server_pid"], 0)
+            time.sleep(0.1)
