@@ -14,6 +14,7 @@ from ragraf.errors import ConfigError, UsageError
 
 CHUNKER_VERSION = "3"
 FACTS_VERSION = "9"
+REDACTION_VERSION = "1"  # corpus/secrets.py's rules: changing them rebuilds the index
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,6 @@ class Settings:
         return self.home / db_name(Path(self.repo_key) if self.repo_key else self.root)
 
     def chunk_params(self) -> str:
-        from ragraf.corpus.secrets import REDACTION_VERSION  # its patterns compile only for an index run
-
         return (
             f"chunker{CHUNKER_VERSION}/max{self.chunk_max_chars}/min{self.chunk_min_chars}/facts{FACTS_VERSION}"
             f"/redact{REDACTION_VERSION}"

@@ -7,8 +7,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragraf.corpus.secrets import opens_with_private_key, redact
-
 SECRET_BY_CONTENT = "secret (it opens with a private key)"
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n.*?\n\1[ \t]*(\n|\Z)", re.S)
 
@@ -77,6 +75,9 @@ def sha256_text(text: str) -> str:
 
 def extract(path: Path, rel: str, max_line_chars: int) -> Extracted:
     """Read and normalise one file; raises Unindexable with the reason, OSError if it vanished."""
+    # Imported here: its patterns compile in 8 ms, which a run that reads no file (no change) skips.
+    from ragraf.corpus.secrets import opens_with_private_key, redact
+
     with open(path, "rb") as fh:
         data = fh.read()
     if looks_binary(data):

@@ -14,7 +14,7 @@ import re2
 
 # What stands in for a redacted token: `[redacted:KIND]`; envelopes count these (`redacted: N`).
 REDACTED = "[redacted:"
-REDACTION_VERSION = "1"  # part of the index version: changing the rules rebuilds the index
+# A change to the rules below goes with a new config.REDACTION_VERSION: the index is rebuilt.
 
 # A private key in the opening lines makes the whole file a secret (a key under an innocent name).
 PRIVATE_KEY_HEAD_LINES = 20
